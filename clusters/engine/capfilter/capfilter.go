@@ -1,0 +1,167 @@
+// Package capfilter rewrites OCI runtime requests so that they ask only for the
+// capabilities the host can grant.
+//
+// Some VMs run with a capability bounding set that lacks a capability (for example
+// CAP_SYS_RESOURCE). Docker's --privileged asks runc for every capability, and runc
+// then fails with "unable to apply caps: operation not permitted". A runtime wrapper
+// that drops what the host cannot grant from the bundle's config.json (create, run)
+// and from the --process file (exec) makes privileged containers, and so kind nodes,
+// work there. Hosts with a full bounding set never need it.
+package capfilter
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// capabilityNames lists Linux capabilities by number, as the OCI spec spells them.
+var capabilityNames = []string{
+	"CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_DAC_READ_SEARCH", "CAP_FOWNER", "CAP_FSETID",
+	"CAP_KILL", "CAP_SETGID", "CAP_SETUID", "CAP_SETPCAP", "CAP_LINUX_IMMUTABLE",
+	"CAP_NET_BIND_SERVICE", "CAP_NET_BROADCAST", "CAP_NET_ADMIN", "CAP_NET_RAW",
+	"CAP_IPC_LOCK", "CAP_IPC_OWNER", "CAP_SYS_MODULE", "CAP_SYS_RAWIO", "CAP_SYS_CHROOT",
+	"CAP_SYS_PTRACE", "CAP_SYS_PACCT", "CAP_SYS_ADMIN", "CAP_SYS_BOOT", "CAP_SYS_NICE",
+	"CAP_SYS_RESOURCE", "CAP_SYS_TIME", "CAP_SYS_TTY_CONFIG", "CAP_MKNOD", "CAP_LEASE",
+	"CAP_AUDIT_WRITE", "CAP_AUDIT_CONTROL", "CAP_SETFCAP", "CAP_MAC_OVERRIDE",
+	"CAP_MAC_ADMIN", "CAP_SYSLOG", "CAP_WAKE_ALARM", "CAP_BLOCK_SUSPEND", "CAP_AUDIT_READ",
+	"CAP_PERFMON", "CAP_BPF", "CAP_CHECKPOINT_RESTORE",
+}
+
+// Missing returns the names of the known capabilities absent from the bounding
+// set given as the hexadecimal CapBnd value of /proc/<pid>/status.
+func Missing(capBnd string) ([]string, error) {
+	mask, err := strconv.ParseUint(strings.TrimSpace(capBnd), 16, 64)
+	if err != nil {
+		return nil, fmt.Errorf("parse CapBnd %q: %w", capBnd, err)
+	}
+	var missing []string
+	for bit, name := range capabilityNames {
+		if mask&(1<<uint(bit)) == 0 {
+			missing = append(missing, name)
+		}
+	}
+	return missing, nil
+}
+
+// HostMissing reads this process's bounding set and returns what it lacks.
+func HostMissing() ([]string, error) {
+	f, err := os.Open("/proc/self/status")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		if v, ok := strings.CutPrefix(scanner.Text(), "CapBnd:"); ok {
+			return Missing(v)
+		}
+	}
+	return nil, fmt.Errorf("no CapBnd line in /proc/self/status")
+}
+
+// FilesToRewrite returns the JSON files an OCI runtime invocation reads its
+// capabilities from: the bundle's config.json for create and run (the bundle
+// defaults to the working directory), the --process file for exec.
+func FilesToRewrite(args []string, workDir string) []string {
+	command := ""
+	bundle, process := "", ""
+	for i := 0; i < len(args); i++ {
+		arg := args[i]
+		value := func() string {
+			if i+1 < len(args) {
+				i++
+				return args[i]
+			}
+			return ""
+		}
+		switch {
+		case arg == "--bundle" || arg == "-b":
+			bundle = value()
+		case strings.HasPrefix(arg, "--bundle="):
+			bundle = strings.TrimPrefix(arg, "--bundle=")
+		case arg == "--process" || arg == "-p":
+			process = value()
+		case strings.HasPrefix(arg, "--process="):
+			process = strings.TrimPrefix(arg, "--process=")
+		case command == "" && (arg == "create" || arg == "run" || arg == "exec"):
+			command = arg
+		}
+	}
+	switch command {
+	case "create", "run":
+		if bundle == "" {
+			bundle = workDir
+		}
+		return []string{filepath.Join(bundle, "config.json")}
+	case "exec":
+		if process != "" {
+			return []string{process}
+		}
+	}
+	return nil
+}
+
+// RewriteFile drops the given capabilities from every capability list in an OCI
+// config.json (under "process") or process.json (at the top level). Other
+// content is kept as it is.
+func RewriteFile(path string, drop []string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, changed, err := Rewrite(data, drop)
+	if err != nil || !changed {
+		return err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, info.Mode().Perm())
+}
+
+// Rewrite is RewriteFile on bytes; it reports whether anything was dropped.
+func Rewrite(data []byte, drop []string) ([]byte, bool, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, false, err
+	}
+	process := doc
+	if p, ok := doc["process"].(map[string]any); ok {
+		process = p
+	}
+	caps, ok := process["capabilities"].(map[string]any)
+	if !ok {
+		return data, false, nil
+	}
+	dropSet := map[string]bool{}
+	for _, c := range drop {
+		dropSet[c] = true
+	}
+	changed := false
+	for set, list := range caps {
+		items, ok := list.([]any)
+		if !ok {
+			continue
+		}
+		kept := make([]any, 0, len(items))
+		for _, item := range items {
+			if name, ok := item.(string); ok && dropSet[name] {
+				changed = true
+				continue
+			}
+			kept = append(kept, item)
+		}
+		caps[set] = kept
+	}
+	if !changed {
+		return data, false, nil
+	}
+	out, err := json.Marshal(doc)
+	return out, true, err
+}

@@ -1,0 +1,80 @@
+package gomod
+
+import (
+	"strings"
+	"testing"
+)
+
+const releaseGoMod = `module k8s.io/kubernetes
+
+go 1.26.0
+
+require (
+	github.com/spf13/cobra v1.10.0
+	k8s.io/api v0.0.0
+	k8s.io/client-go v0.0.0
+	k8s.io/klog/v2 v2.130.1
+)
+
+replace (
+	k8s.io/api => ./staging/src/k8s.io/api
+	k8s.io/client-go => ./staging/src/k8s.io/client-go
+)
+`
+
+func TestStagingReplacesFromRelease(t *testing.T) {
+	got, err := StagingReplaces([]byte(releaseGoMod), "v1.36.3", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"k8s.io/api => k8s.io/api v0.36.3", "k8s.io/client-go => k8s.io/client-go v0.36.3"}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].String() != want[i] {
+			t.Fatalf("replace %d = %s, want %s", i, got[i], want[i])
+		}
+	}
+}
+
+func TestStagingReplacesIntoLocalCheckout(t *testing.T) {
+	got, err := StagingReplaces([]byte(releaseGoMod), "v1.36.3", "/src/kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].String() != "k8s.io/api => /src/kubernetes/staging/src/k8s.io/api" {
+		t.Fatalf("got %s", got[0])
+	}
+}
+
+func TestStagingReplacesRejectsOtherModules(t *testing.T) {
+	if _, err := StagingReplaces([]byte("module example.com/x\n"), "v1.36.3", ""); err == nil {
+		t.Fatal("want an error for a go.mod that is not Kubernetes'")
+	}
+	if _, err := StagingReplaces([]byte("module k8s.io/kubernetes\nrequire k8s.io/api v0.36.0\n"), "v1.36.3", ""); err == nil {
+		t.Fatal("want an error when no staging module is at v0.0.0")
+	}
+}
+
+func TestModuleGoMod(t *testing.T) {
+	pinned, err := Module{Require: "github.com/containerd/containerd/v2", Version: "v2.4.2"}.GoMod("1.26.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(pinned), "require github.com/containerd/containerd/v2 v2.4.2") {
+		t.Fatalf("pinned go.mod:\n%s", pinned)
+	}
+	local, err := Module{Require: "github.com/containerd/containerd/v2", Source: "/src/containerd"}.GoMod("1.26.0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"require github.com/containerd/containerd/v2 v2.0.0-00010101000000-000000000000",
+		"replace github.com/containerd/containerd/v2 => /src/containerd",
+	} {
+		if !strings.Contains(string(local), want) {
+			t.Fatalf("local go.mod lacks %q:\n%s", want, local)
+		}
+	}
+}

@@ -1,0 +1,187 @@
+// Package kindcluster creates and deletes the kind clusters faultline runs on,
+// through kind's Go API, from the checked-in config of a runtime plus the
+// settings of one run.
+package kindcluster
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+	"sigs.k8s.io/kind/pkg/cmd"
+	"sigs.k8s.io/yaml"
+)
+
+//go:embed configs/containerd.yaml
+var containerdConfig []byte
+
+// Settings are what one run chooses on top of the checked-in config.
+type Settings struct {
+	Name      string
+	Runtime   string // containerd (cri-o comes later)
+	NodeImage string
+	// RuntimeRequestTimeout is the kubelet's runtimeRequestTimeout: how long it
+	// waits for a CRI call (RunPodSandbox gets twice that). 0 keeps the default.
+	RuntimeRequestTimeout time.Duration
+	// NRIRequestTimeout and NRIRegistrationTimeout are the runtime's NRI plugin
+	// timeouts. 0 keeps the image's defaults.
+	NRIRequestTimeout      time.Duration
+	NRIRegistrationTimeout time.Duration
+	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
+	CgroupV1 bool
+}
+
+// Config renders the kind cluster config for these settings.
+func Config(s Settings) (*v1alpha4.Cluster, error) {
+	var raw []byte
+	switch s.Runtime {
+	case "", "containerd":
+		raw = containerdConfig
+	default:
+		return nil, fmt.Errorf("unknown runtime %q (known: containerd)", s.Runtime)
+	}
+	cfg := &v1alpha4.Cluster{}
+	if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
+		return nil, fmt.Errorf("checked-in kind config: %w", err)
+	}
+	if kubelet := kubeletPatch(s); kubelet != "" {
+		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubelet)
+	}
+	if nri := nriPatch(s); nri != "" {
+		cfg.ContainerdConfigPatches = append(cfg.ContainerdConfigPatches, nri)
+	}
+	for i := range cfg.Nodes {
+		cfg.Nodes[i].Image = s.NodeImage
+	}
+	v1alpha4.SetDefaultsCluster(cfg)
+	return cfg, nil
+}
+
+func kubeletPatch(s Settings) string {
+	var lines []string
+	if s.CgroupV1 {
+		lines = append(lines, "failCgroupV1: false")
+	}
+	if s.RuntimeRequestTimeout > 0 {
+		lines = append(lines, fmt.Sprintf("runtimeRequestTimeout: %s", s.RuntimeRequestTimeout))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "kind: KubeletConfiguration\n" + strings.Join(lines, "\n") + "\n"
+}
+
+func nriPatch(s Settings) string {
+	var lines []string
+	if s.NRIRequestTimeout > 0 {
+		lines = append(lines, fmt.Sprintf("  plugin_request_timeout = '%s'", s.NRIRequestTimeout))
+	}
+	if s.NRIRegistrationTimeout > 0 {
+		lines = append(lines, fmt.Sprintf("  plugin_registration_timeout = '%s'", s.NRIRegistrationTimeout))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "[plugins.'io.containerd.nri.v1.nri']\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// HostIsCgroupV1 reports whether this host mounts cgroup v1 (no unified hierarchy at the root).
+func HostIsCgroupV1() bool {
+	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
+	return err != nil
+}
+
+func provider() *cluster.Provider {
+	return cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(cmd.NewLogger()))
+}
+
+// Create creates the cluster and waits up to wait for its nodes to be Ready,
+// writing the kubeconfig to kubeconfigPath.
+func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Duration) error {
+	cfg, err := Config(s)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- provider().Create(s.Name,
+			cluster.CreateWithV1Alpha4Config(cfg),
+			cluster.CreateWithKubeconfigPath(kubeconfigPath),
+			cluster.CreateWithWaitForReady(wait),
+			cluster.CreateWithDisplayUsage(false),
+			cluster.CreateWithDisplaySalutation(false))
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("kind could not create cluster %q: %w", s.Name, err)
+		}
+	case <-ctx.Done():
+		// kind's API cannot be cancelled; remove what it made so far.
+		_ = Delete(s.Name, kubeconfigPath)
+		return ctx.Err()
+	}
+	return nil
+}
+
+// Exists reports whether a cluster of that name is there.
+func Exists(name string) (bool, error) {
+	names, err := provider().List()
+	if err != nil {
+		return false, err
+	}
+	for _, n := range names {
+		if n == name {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// WriteKubeconfig writes an existing cluster's kubeconfig to path.
+func WriteKubeconfig(name, path string) error {
+	return provider().ExportKubeConfig(name, path, false)
+}
+
+// Delete deletes the cluster; a missing cluster is not an error.
+func Delete(name, kubeconfigPath string) error {
+	return provider().Delete(name, kubeconfigPath)
+}
+
+// ExportLogs collects the nodes' logs (journal, containers, pods) into dir.
+func ExportLogs(name, dir string) error {
+	return provider().CollectLogs(name, dir)
+}
+
+// LoadImages copies local Docker images into every node's runtime.
+func LoadImages(ctx context.Context, name string, images ...string) error {
+	nodes, err := provider().ListInternalNodes(name)
+	if err != nil {
+		return err
+	}
+	if len(nodes) == 0 {
+		return fmt.Errorf("cluster %q has no nodes", name)
+	}
+	var archive bytes.Buffer
+	save := exec.CommandContext(ctx, "docker", append([]string{"save"}, images...)...)
+	save.Stdout = &archive
+	var stderr bytes.Buffer
+	save.Stderr = &stderr
+	if err := save.Run(); err != nil {
+		return fmt.Errorf("docker save %v: %v: %s", images, err, stderr.String())
+	}
+	for _, node := range nodes {
+		if err := nodeutils.LoadImageArchive(node, bytes.NewReader(archive.Bytes())); err != nil {
+			return fmt.Errorf("load %v into node %s: %w", images, node.String(), err)
+		}
+	}
+	return nil
+}

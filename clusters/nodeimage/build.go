@@ -1,0 +1,337 @@
+package nodeimage
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/gomod"
+	"github.com/faultline-k8s/faultline/clusters/versions"
+)
+
+// Options configure a node image build.
+type Options struct {
+	Pins     versions.Pins
+	Sources  Sources
+	CacheDir string // binaries, throwaway modules and logs live here
+	RepoRoot string // faultline's checkout, for the binaries it builds itself (pause)
+	// DebianMirror for debootstrap; empty means the one apt uses on this host.
+	DebianMirror string
+	Force        bool // rebuild even what is cached
+	Log          io.Writer
+}
+
+// Builder runs a build; tests replace its cache and its command runner.
+type Builder struct {
+	Options
+	cache     Cache
+	goVersion string
+}
+
+// NewBuilder checks the options and finds the Go toolchain.
+func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
+	if opts.Log == nil {
+		opts.Log = os.Stderr
+	}
+	if opts.CacheDir == "" {
+		return nil, fmt.Errorf("no cache directory given")
+	}
+	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			return nil, fmt.Errorf("--%s-src %s: not a Go module (no go.mod)", name, dir)
+		}
+	}
+	out, err := exec.CommandContext(ctx, "go", "env", "GOVERSION").Output()
+	if err != nil {
+		return nil, fmt.Errorf("go toolchain not usable: %v", err)
+	}
+	return &Builder{Options: opts, cache: hostCache{}, goVersion: strings.TrimSpace(string(out))}, nil
+}
+
+// Plan decides what to build and what to reuse, without building anything.
+func (b *Builder) Plan(ctx context.Context) (Plan, error) {
+	var plan Plan
+	keys := map[string]string{}
+	// The base first: debootstrap waits on the network while nothing else runs.
+	base := baseSpec(b.Pins)
+	baseKey := base.key()
+	keys["base"] = baseKey
+	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepBaseImage, Name: "base", Key: baseKey,
+		Output: "faultline/base:" + b.Pins.Get("DEBIAN_SUITE") + "-" + baseKey}))
+	for _, c := range Components(b.Pins, b.Sources) {
+		sourceID := ""
+		if c.Source != "" {
+			id, err := sourceIdentity(ctx, c.Source)
+			if err != nil {
+				return Plan{}, err
+			}
+			sourceID = id
+		}
+		key := componentKey(c, b.goVersion, sourceID)
+		keys["component/"+c.Name] = key
+		plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepGoBinaries, Name: c.Name, Key: key,
+			Output: filepath.Join(b.CacheDir, "bin", c.Name+"-"+key)}))
+	}
+
+	filesKey, err := nodeFilesKey()
+	if err != nil {
+		return Plan{}, err
+	}
+	pauseKey, err := dirKey(filepath.Join(b.RepoRoot, "cmd", "pause"))
+	if err != nil {
+		return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
+	}
+	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, b.Pins.String(), b.goVersion
+	nodeKey := hashKey(keys)
+	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
+		Output: fmt.Sprintf("faultline/node-containerd:%s-%s", b.Pins.Kubernetes(), nodeKey)}))
+	return plan, nil
+}
+
+func (b *Builder) cachedStep(s Step) Step {
+	if b.Force {
+		return s
+	}
+	switch s.Kind {
+	case StepGoBinaries:
+		s.Cached = b.cache.HasDir(s.Output)
+	default:
+		s.Cached = b.cache.HasImage(s.Output)
+	}
+	return s
+}
+
+// Build runs the plan and returns the node image reference.
+func (b *Builder) Build(ctx context.Context) (string, error) {
+	plan, err := b.Plan(ctx)
+	if err != nil {
+		return "", err
+	}
+	fmt.Fprintf(b.Log, "node image plan:\n")
+	plan.Print(b.Log)
+	bins := map[string]string{}
+	components := map[string]GoComponent{}
+	for _, c := range Components(b.Pins, b.Sources) {
+		components[c.Name] = c
+	}
+	var baseRef string
+	for _, s := range plan.Steps {
+		start := time.Now()
+		switch s.Kind {
+		case StepGoBinaries:
+			bins[s.Name] = s.Output
+			if !s.Cached {
+				err = b.buildComponent(ctx, components[s.Name], s.Output)
+			}
+		case StepBaseImage:
+			baseRef = s.Output
+			if !s.Cached {
+				err = b.buildBase(ctx, baseSpec(b.Pins), s.Output)
+			}
+		case StepNodeImage:
+			if !s.Cached {
+				err = b.buildNode(ctx, baseRef, bins, s.Output)
+			}
+		}
+		if err != nil {
+			return "", fmt.Errorf("%s: %w", s.Name, err)
+		}
+		if !s.Cached {
+			fmt.Fprintf(b.Log, "built %s in %s\n", s.Name, time.Since(start).Round(time.Second))
+		}
+	}
+	return plan.NodeImage(), nil
+}
+
+// buildComponent compiles a GoComponent in a throwaway module and moves the
+// binaries into out only when all of them built, so a half build is never cached.
+func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string) error {
+	modDir := filepath.Join(b.CacheDir, "modules", c.Name)
+	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source}
+	env := []string{"GOFLAGS=-mod=mod"}
+	if c.StagingReplaces {
+		replaces, err := kubernetesStagingReplaces(ctx, c)
+		if err != nil {
+			return err
+		}
+		mod.Replaces = replaces
+	}
+	fmt.Fprintf(b.Log, "building %s %s (%s)\n", c.Name, describeSource(c), strings.Join(c.Binaries(), ", "))
+	if err := mod.Write(modDir, strings.TrimPrefix(b.goVersion, "go"), c.Packages, env); err != nil {
+		return err
+	}
+	tmp := out + ".partial"
+	_ = os.RemoveAll(tmp)
+	cgo := "CGO_ENABLED=0"
+	if c.CGO {
+		cgo = "CGO_ENABLED=1"
+	}
+	// One go build for all packages; one per package when they need names of their own.
+	targets := [][]string{append([]string{tmp + "/"}, c.Packages...)}
+	if len(c.Names) > 0 {
+		targets = nil
+		for i, p := range c.Packages {
+			targets = append(targets, []string{filepath.Join(tmp, c.Names[i]), p})
+		}
+	}
+	for _, target := range targets {
+		args := []string{"build", "-trimpath", "-o", target[0], "-ldflags", strings.Join(append([]string{"-s", "-w"}, c.LDFlags...), " ")}
+		if len(c.Tags) > 0 {
+			args = append(args, "-tags", strings.Join(c.Tags, ","))
+		}
+		args = append(args, target[1:]...)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = modDir
+		cmd.Env = append(append(os.Environ(), env...), cgo)
+		if err := b.runLogged(cmd, "go-build-"+c.Name); err != nil {
+			return err
+		}
+	}
+	for _, name := range c.Binaries() {
+		if _, err := os.Stat(filepath.Join(tmp, name)); err != nil {
+			return fmt.Errorf("expected binary %s missing after the build", name)
+		}
+	}
+	_ = os.RemoveAll(out)
+	return os.Rename(tmp, out)
+}
+
+func describeSource(c GoComponent) string {
+	if c.Source != "" {
+		return "from local tree " + c.Source
+	}
+	return c.Version
+}
+
+// kubernetesStagingReplaces reads the release's own go.mod (from the module cache,
+// or the local tree) and derives the staging replaces from it.
+func kubernetesStagingReplaces(ctx context.Context, c GoComponent) ([]gomod.Replace, error) {
+	var data []byte
+	var err error
+	if c.Source != "" {
+		data, err = os.ReadFile(filepath.Join(c.Source, "go.mod"))
+	} else {
+		data, err = downloadGoMod(ctx, c.Module, c.Version)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gomod.StagingReplaces(data, c.Version, c.Source)
+}
+
+// downloadGoMod fetches a module version's go.mod through the module proxy.
+func downloadGoMod(ctx context.Context, module, version string) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
+	}
+	var path string
+	for _, line := range strings.Split(string(out), "\n") {
+		line = strings.TrimSpace(line)
+		if v, ok := strings.CutPrefix(line, `"GoMod": "`); ok {
+			path = strings.TrimSuffix(strings.TrimSuffix(v, ","), `"`)
+		}
+	}
+	if path == "" {
+		return nil, fmt.Errorf("go mod download %s@%s gave no go.mod", module, version)
+	}
+	return os.ReadFile(path)
+}
+
+// runLogged runs cmd with its output in a log file under the cache, and puts the
+// log's tail into the error, so a failed build says why without a second run.
+func (b *Builder) runLogged(cmd *exec.Cmd, name string) error {
+	logDir := filepath.Join(b.CacheDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return err
+	}
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var tail tailBuffer
+	cmd.Stdout = io.MultiWriter(f, &tail)
+	cmd.Stderr = cmd.Stdout
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s failed (%v); full log: %s\n%s", strings.Join(cmd.Args[:min(len(cmd.Args), 3)], " "), err, logPath, tail.String())
+	}
+	return nil
+}
+
+// tailBuffer keeps the last lines written to it.
+type tailBuffer struct{ buf bytes.Buffer }
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.buf.Write(p)
+	if t.buf.Len() > 8192 {
+		rest := t.buf.Bytes()[t.buf.Len()-4096:]
+		t.buf.Reset()
+		t.buf.Write(rest)
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	lines := strings.Split(strings.TrimRight(t.buf.String(), "\n"), "\n")
+	if len(lines) > 20 {
+		lines = lines[len(lines)-20:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// sourceIdentity names a local tree's state: its commit plus a hash of its
+// uncommitted changes. A tree outside git is never considered cached.
+func sourceIdentity(ctx context.Context, dir string) (string, error) {
+	head, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
+	if err != nil {
+		return fmt.Sprintf("untracked-%d", time.Now().UnixNano()), nil
+	}
+	diff, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=normal").Output()
+	if err != nil {
+		return "", fmt.Errorf("git status in %s: %w", dir, err)
+	}
+	patch, _ := exec.CommandContext(ctx, "git", "-C", dir, "diff", "HEAD").Output()
+	return strings.TrimSpace(string(head)) + "+" + hashKey(map[string]string{"status": string(diff), "diff": string(patch)}), nil
+}
+
+// dirKey hashes the regular files directly in dir.
+func dirKey(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", err
+	}
+	parts := map[string]string{}
+	for _, e := range entries {
+		if e.Type().IsRegular() {
+			data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+			if err != nil {
+				return "", err
+			}
+			parts[e.Name()] = string(data)
+		}
+	}
+	return hashKey(parts), nil
+}
+
+// hostCache looks at this host's cache directory and Docker engine.
+type hostCache struct{}
+
+func (hostCache) HasDir(path string) bool {
+	info, err := os.Stat(path)
+	return err == nil && info.IsDir()
+}
+
+func (hostCache) HasImage(ref string) bool {
+	return exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil
+}

@@ -1,0 +1,180 @@
+package nodeimage
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// buildNode assembles the node image: control-plane images from the built
+// binaries, a container from the base image with faultline's node files and the
+// runtime and Kubernetes binaries, the images imported into containerd's store,
+// then a commit with the entrypoint kind expects.
+func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string]string, ref string) error {
+	work, err := os.MkdirTemp(b.CacheDir, "node-build-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+
+	pauseDir := filepath.Join(work, "pause-bin")
+	if err := b.buildPause(ctx, pauseDir); err != nil {
+		return err
+	}
+	bins["pause"] = pauseDir
+
+	images := ControlPlaneImages(b.Pins)
+	var refs []string
+	for _, img := range images {
+		if err := b.buildControlPlaneImage(ctx, work, baseRef, bins[img.Component], img); err != nil {
+			return fmt.Errorf("image %s: %w", img.Ref, err)
+		}
+		refs = append(refs, img.Ref)
+	}
+	archive := filepath.Join(work, "images.tar")
+	if err := b.runLogged(exec.CommandContext(ctx, "docker", append([]string{"save", "-o", archive}, refs...)...), "docker-save"); err != nil {
+		return err
+	}
+
+	container := "faultline-node-build-" + strings.ReplaceAll(filepath.Base(work), "node-build-", "")
+	run := exec.CommandContext(ctx, "docker", "run", "-d", "--privileged", "--name", container,
+		"--tmpfs", "/run", "--tmpfs", "/tmp", "--entrypoint", "/bin/sleep", baseRef, "infinity")
+	if err := b.runLogged(run, "node-build-container"); err != nil {
+		return err
+	}
+	defer exec.Command("docker", "rm", "-f", container).Run() //nolint:errcheck // best effort cleanup
+
+	if err := b.copyNodeFiles(ctx, container, bins); err != nil {
+		return err
+	}
+	if err := b.preloadImages(ctx, container, archive, refs); err != nil {
+		return err
+	}
+	commit := exec.CommandContext(ctx, "docker", "commit",
+		"--change", `ENTRYPOINT ["/usr/local/bin/entrypoint"]`,
+		"--change", `CMD ["/sbin/init"]`,
+		"--change", "ENV container=docker",
+		"--change", "STOPSIGNAL SIGRTMIN+3",
+		"--change", "LABEL io.faultline.kubernetes-version="+b.Pins.Kubernetes(),
+		container, ref)
+	return b.runLogged(commit, "docker-commit-node")
+}
+
+// buildPause compiles faultline's own pause binary from this checkout.
+func (b *Builder) buildPause(ctx context.Context, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(out, "pause"), "./cmd/pause")
+	cmd.Dir = b.RepoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	return b.runLogged(cmd, "go-build-pause")
+}
+
+// buildControlPlaneImage makes a one-binary image named exactly as kubeadm expects.
+func (b *Builder) buildControlPlaneImage(ctx context.Context, work, baseRef, binDir string, img ControlPlaneImage) error {
+	dir := filepath.Join(work, "image-"+img.Binary)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := copyFile(filepath.Join(binDir, img.Binary), filepath.Join(dir, img.Binary), 0o755); err != nil {
+		return err
+	}
+	from := "scratch"
+	if img.OnBase {
+		from = baseRef
+	}
+	dockerfile := fmt.Sprintf("FROM %s\nCOPY %s /usr/local/bin/%s\nENV PATH=/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin\n", from, img.Binary, img.Binary)
+	if len(img.Entrypoint) > 0 {
+		dockerfile += fmt.Sprintf("ENTRYPOINT [%q]\n", strings.Join(img.Entrypoint, `", "`))
+	}
+	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile), 0o644); err != nil {
+		return err
+	}
+	return b.runLogged(exec.CommandContext(ctx, "docker", "build", "-q", "-t", img.Ref, dir), "docker-build-"+img.Binary)
+}
+
+// copyNodeFiles streams faultline's node files and the binaries into the container.
+func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[string]string) error {
+	extras := []extraFile{
+		{Path: "kind/version", Mode: 0o644, Content: []byte(b.Pins.Kubernetes() + "\n")},
+		{Path: "etc/systemd/system/multi-user.target.wants/containerd.service", Link: "/etc/systemd/system/containerd.service"},
+		{Path: "etc/systemd/system/multi-user.target.wants/kubelet.service", Link: "/etc/systemd/system/kubelet.service"},
+	}
+	for _, name := range []string{"kubelet", "kubeadm", "kubectl"} {
+		extras = append(extras, extraFile{Path: "usr/bin/" + name, Mode: 0o755, Source: filepath.Join(bins["kubernetes"], name)})
+	}
+	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
+		extras = append(extras, extraFile{Path: "usr/local/bin/" + name, Mode: 0o755, Source: filepath.Join(bins["containerd"], name)})
+	}
+	values := nodeFileValues{PauseImage: PauseImage(b.Pins), KubernetesVersion: b.Pins.Kubernetes()}
+	reader, writer := io.Pipe()
+	go func() { writer.CloseWithError(writeNodeFilesTar(writer, values, extras)) }()
+	cp := exec.CommandContext(ctx, "docker", "cp", "-", container+":/")
+	cp.Stdin = reader
+	return b.runLogged(cp, "docker-cp-node-files")
+}
+
+// preloadImages starts containerd inside the build container just long enough to
+// import the image archive into the k8s.io namespace the CRI plugin serves.
+func (b *Builder) preloadImages(ctx context.Context, container, archive string, refs []string) error {
+	exec := func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, "docker", append([]string{"exec", container}, args...)...)
+	}
+	if err := b.runLogged(exec("sh", "-c", "mkdir -p /var/log && (/usr/local/bin/containerd >/var/log/containerd-build.log 2>&1 &)"), "containerd-start"); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for exec("ctr", "version").Run() != nil {
+		if time.Now().After(deadline) {
+			out, _ := exec("tail", "-n", "30", "/var/log/containerd-build.log").CombinedOutput()
+			return fmt.Errorf("containerd did not start in the build container within 60s:\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	f, err := os.Open(archive)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// --no-unpack: the build container's root is overlayfs, which cannot host
+	// containerd's overlay snapshots; layers unpack on first use in the node.
+	imp := exec("ctr", "-n", "k8s.io", "images", "import", "--no-unpack", "-")
+	imp.Args = append(imp.Args[:2], append([]string{"-i"}, imp.Args[2:]...)...)
+	imp.Stdin = f
+	if err := b.runLogged(imp, "ctr-import"); err != nil {
+		return err
+	}
+	listed, err := exec("ctr", "-n", "k8s.io", "images", "ls", "-q").Output()
+	if err != nil {
+		return fmt.Errorf("ctr images ls: %w", err)
+	}
+	for _, ref := range refs {
+		if !strings.Contains(string(listed), ref) {
+			return fmt.Errorf("image %s missing from the node's store after import; have:\n%s", ref, listed)
+		}
+	}
+	if err := exec("sh", "-c", "pkill containerd; for i in $(seq 100); do pgrep -x containerd >/dev/null || exit 0; sleep 0.1; done; exit 1").Run(); err != nil {
+		return fmt.Errorf("containerd did not stop in the build container")
+	}
+	return exec("rm", "-f", "/var/log/containerd-build.log").Run()
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	in, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(out, in); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}

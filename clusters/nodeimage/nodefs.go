@@ -1,0 +1,117 @@
+package nodeimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"embed"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"text/template"
+)
+
+// nodeFiles is the part of the node's filesystem faultline owns: systemd units,
+// the containerd config, the CNI config and the entrypoint. Files ending in .tmpl
+// are rendered with nodeFileValues.
+//
+//go:embed all:nodefs
+var nodeFiles embed.FS
+
+type nodeFileValues struct {
+	PauseImage        string
+	KubernetesVersion string
+}
+
+// extraFile is a file the builder adds beside nodeFiles.
+type extraFile struct {
+	Path    string
+	Mode    int64
+	Content []byte
+	Source  string // a host file to copy instead of Content
+	Link    string // a symlink target instead of content
+}
+
+// nodeFilesKey hashes the embedded files, so any edit rebuilds the node image.
+func nodeFilesKey() (string, error) {
+	parts := map[string]string{}
+	err := fs.WalkDir(nodeFiles, "nodefs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := nodeFiles.ReadFile(p)
+		parts[p] = string(data)
+		return err
+	})
+	return hashKey(parts), err
+}
+
+// writeNodeFilesTar renders the node files (plus extras) as a tar stream rooted at /.
+func writeNodeFilesTar(w io.Writer, values nodeFileValues, extras []extraFile) error {
+	tw := tar.NewWriter(w)
+	err := fs.WalkDir(nodeFiles, "nodefs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := nodeFiles.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		name := strings.TrimPrefix(p, "nodefs/")
+		if strings.HasSuffix(name, ".tmpl") {
+			name = strings.TrimSuffix(name, ".tmpl")
+			tmpl, err := template.New(name).Option("missingkey=error").Parse(string(data))
+			if err != nil {
+				return err
+			}
+			var out bytes.Buffer
+			if err := tmpl.Execute(&out, values); err != nil {
+				return err
+			}
+			data = out.Bytes()
+		}
+		mode := int64(0o644)
+		if strings.HasPrefix(name, "usr/local/bin/") {
+			mode = 0o755
+		}
+		return writeTarFile(tw, extraFile{Path: name, Mode: mode, Content: data})
+	})
+	if err != nil {
+		return err
+	}
+	for _, f := range extras {
+		if err := writeTarFile(tw, f); err != nil {
+			return err
+		}
+	}
+	return tw.Close()
+}
+
+func writeTarFile(tw *tar.Writer, f extraFile) error {
+	name := strings.TrimPrefix(path.Clean(f.Path), "/")
+	if f.Link != "" {
+		return tw.WriteHeader(&tar.Header{Typeflag: tar.TypeSymlink, Name: name, Linkname: f.Link, Mode: 0o777})
+	}
+	if f.Source == "" {
+		if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: f.Mode, Size: int64(len(f.Content))}); err != nil {
+			return err
+		}
+		_, err := tw.Write(f.Content)
+		return err
+	}
+	src, err := os.Open(f.Source)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	info, err := src.Stat()
+	if err != nil {
+		return err
+	}
+	if err := tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: f.Mode, Size: info.Size()}); err != nil {
+		return err
+	}
+	_, err = io.Copy(tw, src)
+	return err
+}

@@ -1,0 +1,60 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
+<testsuites tests="5" disabled="1" errors="0" failures="1" time="30">
+  <testsuite name="faultline DRA suite" tests="5">
+    <testcase name="[SynchronizedBeforeSuite]" classname="x" status="passed" time="1"></testcase>
+    <testcase name="[It] smoke runs a pod [smoke]" classname="x" status="passed" time="10.5"></testcase>
+    <testcase name="[It] dra transient failure is retried" classname="x" status="failed" time="15">
+      <failure message="Timed out after 15s.&#xA;more detail" type="failed">trace</failure>
+    </testcase>
+    <testcase name="[It] dra permanent failure fails the pod" classname="x" status="skipped" time="0.1">
+      <skipped message="skipped - KEP-5322 not in this kubelet"></skipped>
+    </testcase>
+    <testcase name="[It] nri failure policy" classname="x" status="pending" time="0">
+      <skipped message="pending"></skipped>
+    </testcase>
+  </testsuite>
+</testsuites>`
+
+func TestReadAndWrite(t *testing.T) {
+	dir := t.TempDir()
+	suiteDir := filepath.Join(dir, "containerd", "dra")
+	if err := os.MkdirAll(suiteDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(suiteDir, "junit.xml"), []byte(sampleJUnit), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cells, err := Read(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cells) != 1 {
+		t.Fatalf("cells = %+v", cells)
+	}
+	c := cells[0]
+	if c.Runtime != "containerd" || c.Suite != "dra" || c.Passed != 1 || c.Failed != 1 || c.Skipped != 1 || c.Pending != 1 {
+		t.Fatalf("cell = %+v", c)
+	}
+	var out bytes.Buffer
+	Write(&out, cells)
+	for _, want := range []string{
+		"| containerd | dra | 1 | 1 | 1 | 1 |",
+		"failed: [It] dra transient failure is retried: Timed out after 15s.",
+		"skipped: [It] dra permanent failure fails the pod: skipped - KEP-5322",
+		"pending: [It] nri failure policy",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/fakes"
+	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+)
+
+func init() {
+	register("create-cluster", "create a kind cluster (or reuse one of the same name with --reuse)",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var s kindcluster.Settings
+			fs.StringVar(&s.Name, "name", "faultline", "cluster name")
+			fs.StringVar(&s.Runtime, "runtime", "containerd", "container runtime of the nodes")
+			fs.StringVar(&s.NodeImage, "node-image", "", "node image (from build-node-image, or a prebuilt kind node image)")
+			fs.DurationVar(&s.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout (0: the kubelet's default, 2m)")
+			fs.DurationVar(&s.NRIRequestTimeout, "nri-request-timeout", 0, "runtime's NRI plugin request timeout (0: the image's default)")
+			fs.DurationVar(&s.NRIRegistrationTimeout, "nri-registration-timeout", 0, "runtime's NRI plugin registration timeout (0: the image's default)")
+			kubeconfig := fs.String("kubeconfig", "", "where to write the cluster's kubeconfig (required)")
+			wait := fs.Duration("wait", 3*time.Minute, "how long to wait for the nodes to be Ready")
+			reuse := fs.Bool("reuse", false, "if the cluster exists, keep it and only write its kubeconfig")
+			return func(ctx context.Context, args []string) error {
+				if s.NodeImage == "" || *kubeconfig == "" {
+					return fmt.Errorf("--node-image and --kubeconfig are required")
+				}
+				if *reuse {
+					exists, err := kindcluster.Exists(s.Name)
+					if err != nil {
+						return err
+					}
+					if exists {
+						fmt.Fprintf(os.Stderr, "reusing cluster %q\n", s.Name)
+						return kindcluster.WriteKubeconfig(s.Name, *kubeconfig)
+					}
+				}
+				s.CgroupV1 = kindcluster.HostIsCgroupV1()
+				return kindcluster.Create(ctx, s, *kubeconfig, *wait)
+			}
+		})
+	register("delete-cluster", "delete a kind cluster (a missing one is fine)",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			name := fs.String("name", "faultline", "cluster name")
+			kubeconfig := fs.String("kubeconfig", "", "kubeconfig to remove the cluster's entry from")
+			return func(ctx context.Context, args []string) error {
+				return kindcluster.Delete(*name, *kubeconfig)
+			}
+		})
+	register("export-logs", "collect the cluster's node logs into a directory",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			name := fs.String("name", "faultline", "cluster name")
+			dir := fs.String("dir", "", "directory to write the logs into (required)")
+			return func(ctx context.Context, args []string) error {
+				if *dir == "" {
+					return fmt.Errorf("--dir is required")
+				}
+				return kindcluster.ExportLogs(*name, *dir)
+			}
+		})
+	register("load-images", "copy local Docker images into the cluster's nodes",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			name := fs.String("name", "faultline", "cluster name")
+			return func(ctx context.Context, args []string) error {
+				if len(args) == 0 {
+					return fmt.Errorf("name at least one image")
+				}
+				return kindcluster.LoadImages(ctx, *name, args...)
+			}
+		})
+	register("build-fakes-image", "build the image of faultline's fake driver, plugin and test pod; prints its reference",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			repoRoot := fs.String("repo-root", ".", "faultline checkout")
+			return func(ctx context.Context, args []string) error {
+				ref, err := fakes.Build(ctx, *repoRoot, os.Stderr)
+				if err != nil {
+					return err
+				}
+				fmt.Println(ref)
+				return nil
+			}
+		})
+}

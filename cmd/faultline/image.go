@@ -1,0 +1,61 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/faultline-k8s/faultline/clusters/nodeimage"
+	"github.com/faultline-k8s/faultline/clusters/versions"
+)
+
+func init() {
+	register("build-node-image", "build (or reuse) the kind node image from the pinned versions; prints its reference",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var opts nodeimage.Options
+			fs.StringVar(&opts.CacheDir, "cache-dir", defaultCacheDir(), "where built binaries, throwaway modules and build logs are kept")
+			fs.StringVar(&opts.RepoRoot, "repo-root", ".", "faultline checkout (for binaries built from it)")
+			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")
+			fs.StringVar(&opts.Sources.Containerd, "containerd-src", "", "local containerd checkout to build instead of the pinned release")
+			fs.StringVar(&opts.DebianMirror, "debian-mirror", "", "Debian archive for debootstrap (default: the one apt uses here)")
+			fs.BoolVar(&opts.Force, "force", false, "rebuild everything, ignoring the cache")
+			planOnly := fs.Bool("plan", false, "print what would be built or reused, and stop")
+			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unexpected arguments %v", args)
+				}
+				opts.Pins = versions.Default()
+				b, err := nodeimage.NewBuilder(ctx, opts)
+				if err != nil {
+					return err
+				}
+				if *planOnly {
+					plan, err := b.Plan(ctx)
+					if err != nil {
+						return err
+					}
+					plan.Print(os.Stderr)
+					fmt.Println(plan.NodeImage())
+					return nil
+				}
+				ref, err := b.Build(ctx)
+				if err != nil {
+					return err
+				}
+				fmt.Println(ref)
+				return nil
+			}
+		})
+}
+
+func defaultCacheDir() string {
+	if dir := os.Getenv("FAULTLINE_CACHE_DIR"); dir != "" {
+		return dir
+	}
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "faultline")
+	}
+	return filepath.Join(os.TempDir(), "faultline-cache")
+}

@@ -1,0 +1,66 @@
+// Command faultline builds node images and manages the kind clusters the suites
+// run on. hack/run-e2e.sh drives it; each subcommand is usable on its own.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+)
+
+// command is one subcommand: its flags are registered on fs, run does the work.
+type command struct {
+	summary string
+	setup   func(fs *flag.FlagSet) func(ctx context.Context, args []string) error
+}
+
+var commands = map[string]command{}
+
+func register(name, summary string, setup func(fs *flag.FlagSet) func(ctx context.Context, args []string) error) {
+	commands[name] = command{summary: summary, setup: setup}
+}
+
+func usage() {
+	fmt.Fprintf(os.Stderr, "usage: faultline <command> [flags]\n\ncommands:\n")
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		fmt.Fprintf(os.Stderr, "  %-18s %s\n", name, commands[name].summary)
+	}
+	fmt.Fprintf(os.Stderr, "\n'faultline <command> -h' lists a command's flags.\n")
+}
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		usage()
+		os.Exit(2)
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "faultline: unknown command %q\n\n", os.Args[1])
+		usage()
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet("faultline "+os.Args[1], flag.ContinueOnError)
+	run := cmd.setup(fs)
+	if err := fs.Parse(os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(0)
+		}
+		os.Exit(2) // the flag package has printed what was wrong
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, fs.Args()); err != nil {
+		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,3 @@
+// Package dra holds the DRA suite: how the kubelet and a DRA driver handle
+// permanent and transient NodePrepareResources / NodeUnprepareResources failures.
+package dra
