@@ -17,10 +17,10 @@ type GoComponent struct {
 	Packages []string // import paths of the main packages
 	// Names, when set, are the binaries' names, one per package (go build would
 	// call etcd's module-root main package "server").
-	Names []string
-	CGO      bool
-	Tags     []string
-	LDFlags  []string
+	Names   []string
+	CGO     bool
+	Tags    []string
+	LDFlags []string
 	// StagingReplaces: the module is k8s.io/kubernetes and needs its staging
 	// modules replaced by their published tags (or the local tree's staging dir).
 	StagingReplaces bool

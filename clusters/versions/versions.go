@@ -3,9 +3,9 @@
 package versions
 
 import (
-	_ "embed"
 	"bufio"
 	"bytes"
+	_ "embed"
 	"fmt"
 	"regexp"
 	"sort"
