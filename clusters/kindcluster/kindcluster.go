@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/kind/pkg/cmd"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/yaml"
 )
 
@@ -37,6 +38,8 @@ type Settings struct {
 	NRIRegistrationTimeout time.Duration
 	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
 	CgroupV1 bool
+	// Retain keeps the nodes of a failed create, to look inside them.
+	Retain bool
 }
 
 // Config renders the kind cluster config for these settings.
@@ -116,13 +119,14 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 			cluster.CreateWithV1Alpha4Config(cfg),
 			cluster.CreateWithKubeconfigPath(kubeconfigPath),
 			cluster.CreateWithWaitForReady(wait),
+			cluster.CreateWithRetain(s.Retain),
 			cluster.CreateWithDisplayUsage(false),
 			cluster.CreateWithDisplaySalutation(false))
 	}()
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("kind could not create cluster %q: %w", s.Name, err)
+			return fmt.Errorf("kind could not create cluster %q: %w%s", s.Name, err, commandOutput(err))
 		}
 	case <-ctx.Done():
 		// kind's API cannot be cancelled; remove what it made so far.
@@ -184,4 +188,18 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 		}
 	}
 	return nil
+}
+
+// commandOutput digs the output of a failed node command (kubeadm init, say) out
+// of kind's error, where it would otherwise stay hidden.
+func commandOutput(err error) string {
+	runErr := kindexec.RunErrorForError(err)
+	if runErr == nil || len(runErr.Output) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(runErr.Output), "\n"), "\n")
+	if len(lines) > 40 {
+		lines = lines[len(lines)-40:]
+	}
+	return "\n--- last lines of its output ---\n" + strings.Join(lines, "\n")
 }

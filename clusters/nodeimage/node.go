@@ -59,7 +59,6 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 		"--change", `ENTRYPOINT ["/usr/local/bin/entrypoint"]`,
 		"--change", `CMD ["/sbin/init"]`,
 		"--change", "ENV container=docker",
-		"--change", "STOPSIGNAL SIGRTMIN+3",
 		"--change", "LABEL io.faultline.kubernetes-version="+b.Pins.Kubernetes(),
 		container, ref)
 	return b.runLogged(commit, "docker-commit-node")
@@ -123,7 +122,11 @@ func (b *Builder) preloadImages(ctx context.Context, container, archive string, 
 	exec := func(args ...string) *exec.Cmd {
 		return exec.CommandContext(ctx, "docker", append([]string{"exec", container}, args...)...)
 	}
-	if err := b.runLogged(exec("sh", "-c", "mkdir -p /var/log && (/usr/local/bin/containerd >/var/log/containerd-build.log 2>&1 &)"), "containerd-start"); err != nil {
+	// exec -d: containerd's parent is then the engine's exec shim, which reaps it
+	// when it exits; a child orphaned to the container's PID 1 (sleep) would stay a zombie.
+	start := exec("sh", "-c", "exec /usr/local/bin/containerd >/var/log/containerd-build.log 2>&1")
+	start.Args = append(start.Args[:2], append([]string{"-d"}, start.Args[2:]...)...)
+	if err := b.runLogged(start, "containerd-start"); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)

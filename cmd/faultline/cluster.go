@@ -23,6 +23,7 @@ func init() {
 			fs.DurationVar(&s.NRIRegistrationTimeout, "nri-registration-timeout", 0, "runtime's NRI plugin registration timeout (0: the image's default)")
 			kubeconfig := fs.String("kubeconfig", "", "where to write the cluster's kubeconfig (required)")
 			wait := fs.Duration("wait", 3*time.Minute, "how long to wait for the nodes to be Ready")
+			fs.BoolVar(&s.Retain, "retain", false, "keep the nodes of a failed create, to debug them (delete-cluster removes them)")
 			reuse := fs.Bool("reuse", false, "if the cluster exists, keep it and only write its kubeconfig")
 			return func(ctx context.Context, args []string) error {
 				if s.NodeImage == "" || *kubeconfig == "" {

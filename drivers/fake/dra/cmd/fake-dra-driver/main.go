@@ -1,0 +1,184 @@
+// Command fake-dra-driver is faultline's fake DRA kubelet plugin. It runs as
+// a DaemonSet, publishes --devices fake devices per node and injects the
+// failures that each ResourceClaim declares in its opaque FaultSpec config.
+//
+// HTTP (--http-address, reach it through the API server's pod proxy):
+//
+//	GET  /healthz              200 once the kubelet registered the plugin
+//	GET  /calls[?claimUID=U]   call record and per-claim summary (JSON)
+//	GET  /devices              devices and their injected failures (JSON)
+//	POST /reset                repair all devices (taints, health)
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/klog/v2"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	var (
+		driverName     = flag.String("driver-name", driver.DefaultDriverName, "DRA driver name; DeviceClass selectors and claim configs must use the same")
+		nodeName       = flag.String("node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME); also the pool name")
+		devices        = flag.Int("devices", 4, "number of devices to publish (dev-0 .. dev-N-1)")
+		httpAddress    = flag.String("http-address", ":8080", "listen address of the HTTP API (/healthz, /calls, /devices, /reset)")
+		pluginDataDir  = flag.String("plugin-data-dir", "", "directory for dra.sock (default "+kubeletplugin.KubeletPluginsDir+"/<driver-name>)")
+		registrarDir   = flag.String("registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory")
+		kubeconfig     = flag.String("kubeconfig", "", "kubeconfig for running outside a cluster (default: in-cluster config)")
+		healthInterval = flag.Duration("health-interval", 10*time.Second, "how often device health is re-sent to the kubelet")
+		gcInterval     = flag.Duration("gc-interval", 10*time.Second, "how often failed devices of deleted claims are repaired")
+		claimStatus    = flag.Bool("claim-status", true, "write per-device conditions into ResourceClaim status.devices")
+	)
+	flag.Parse()
+
+	if err := run(config{
+		driverName: *driverName, nodeName: *nodeName, devices: *devices, httpAddress: *httpAddress,
+		pluginDataDir: *pluginDataDir, registrarDir: *registrarDir, kubeconfig: *kubeconfig,
+		healthInterval: *healthInterval, gcInterval: *gcInterval, claimStatus: *claimStatus,
+	}); err != nil {
+		klog.ErrorS(err, "fake-dra-driver failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+}
+
+type config struct {
+	driverName, nodeName, httpAddress, pluginDataDir, registrarDir, kubeconfig string
+	devices                                                                    int
+	healthInterval, gcInterval                                                 time.Duration
+	claimStatus                                                                bool
+
+	// For tests: a ready client instead of kubeconfig/in-cluster config,
+	// and a hook that learns the HTTP listen address.
+	client      kubernetes.Interface
+	onListening func(addr string)
+}
+
+func run(cfg config) error {
+	if cfg.nodeName == "" {
+		return errors.New("--node-name or $NODE_NAME is required")
+	}
+	if cfg.pluginDataDir == "" {
+		cfg.pluginDataDir = path.Join(kubeletplugin.KubeletPluginsDir, cfg.driverName)
+	}
+	// kubeletplugin requires the directory; the DaemonSet only mounts its
+	// parent, so that the driver name stays a flag.
+	if err := os.MkdirAll(cfg.pluginDataDir, 0o750); err != nil {
+		return fmt.Errorf("create plugin data directory: %w", err)
+	}
+
+	client := cfg.client
+	if client == nil {
+		var err error
+		if client, err = newClient(cfg.kubeconfig, cfg.nodeName); err != nil {
+			return err
+		}
+	}
+
+	// SIGTERM (kubelet stopping the pod) and SIGINT end the context; the
+	// deferred Stop then closes the gRPC servers, which removes both
+	// sockets so that the kubelet notices the plugin is gone.
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	logger := klog.FromContext(ctx)
+
+	recorder := calls.NewRecorder()
+	drv, err := driver.Start(ctx, driver.Config{
+		DriverName:     cfg.driverName,
+		NodeName:       cfg.nodeName,
+		KubeClient:     client,
+		Devices:        cfg.devices,
+		PluginDataDir:  cfg.pluginDataDir,
+		RegistrarDir:   cfg.registrarDir,
+		Recorder:       recorder,
+		HealthInterval: cfg.healthInterval,
+		GCInterval:     cfg.gcInterval,
+		ClaimStatus:    cfg.claimStatus,
+		OnFatal:        cancel,
+	})
+	if err != nil {
+		return err
+	}
+	defer drv.Stop()
+
+	mux := http.NewServeMux()
+	mux.Handle("/calls", recorder.Handler())
+	mux.Handle("/devices", drv.DevicesHandler())
+	mux.Handle("/reset", drv.ResetHandler())
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		notified, registered, reason := drv.Registration()
+		switch {
+		case registered:
+			fmt.Fprintln(w, "ok")
+		case notified:
+			http.Error(w, "kubelet rejected the plugin registration: "+reason, http.StatusServiceUnavailable)
+		default:
+			http.Error(w, "waiting for the kubelet to register the plugin", http.StatusServiceUnavailable)
+		}
+	})
+	listener, err := net.Listen("tcp", cfg.httpAddress)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.httpAddress, err)
+	}
+	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- server.Serve(listener) }()
+	logger.Info("HTTP API listening", "address", listener.Addr().String())
+	if cfg.onListening != nil {
+		cfg.onListening(listener.Addr().String())
+	}
+
+	select {
+	case <-ctx.Done():
+	case err := <-serveErr:
+		cancel(fmt.Errorf("HTTP server: %w", err))
+	}
+	logger.Info("Shutting down", "cause", context.Cause(ctx))
+	shutdownCtx, done := context.WithTimeout(context.Background(), 5*time.Second)
+	defer done()
+	_ = server.Shutdown(shutdownCtx)
+	if err := context.Cause(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		return err
+	}
+	return nil
+}
+
+func newClient(kubeconfig, nodeName string) (kubernetes.Interface, error) {
+	var restConfig *rest.Config
+	var err error
+	if kubeconfig != "" {
+		restConfig, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+	} else {
+		restConfig, err = rest.InClusterConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	restConfig.UserAgent = "fake-dra-driver/" + nodeName
+	client, err := kubernetes.NewForConfig(restConfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client: %w", err)
+	}
+	return client, nil
+}

@@ -1,0 +1,124 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+)
+
+// The whole binary minus flag parsing: readiness follows the kubelet's
+// registration answer, and SIGTERM shuts down cleanly, removing the sockets.
+func TestRegistrationReadinessAndSIGTERM(t *testing.T) {
+	// Short path: Unix socket paths are limited to 108 bytes.
+	dir, err := os.MkdirTemp("", "fddm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	regDir := filepath.Join(dir, "r")
+	if err := os.Mkdir(regDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pluginDir := filepath.Join(dir, "p") // run must create it
+
+	addr := make(chan string, 1)
+	done := make(chan error, 1)
+	go func() {
+		done <- run(config{
+			driverName: driver.DefaultDriverName, nodeName: "node-a", devices: 2, httpAddress: "127.0.0.1:0",
+			pluginDataDir: pluginDir, registrarDir: regDir, healthInterval: time.Second, gcInterval: time.Second,
+			claimStatus: true,
+			client:      fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}),
+			onListening: func(a string) { addr <- a },
+		})
+	}()
+	var base string
+	select {
+	case a := <-addr:
+		base = "http://" + a
+	case err := <-done:
+		t.Fatalf("run returned early: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("HTTP API did not come up")
+	}
+
+	if code, body := get(t, base+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the kubelet") {
+		t.Errorf("before registration: %d %q", code, body)
+	}
+
+	// Play the kubelet's part of the registration handshake.
+	conn, err := grpc.NewClient("unix://"+filepath.Join(regDir, driver.DefaultDriverName+"-reg.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = conn.Close() }()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	reg := registerapi.NewRegistrationClient(conn)
+	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Name != driver.DefaultDriverName || info.Endpoint != filepath.Join(pluginDir, "dra.sock") ||
+		!slices.Contains(info.SupportedVersions, drapbv1.DRAPluginService) ||
+		!slices.Contains(info.SupportedVersions, drahealthv1alpha1.DRAResourceHealth_ServiceDesc.ServiceName) {
+		t.Errorf("GetInfo: %+v", info)
+	}
+	if _, err := reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+		t.Fatal(err)
+	}
+	if code, body := get(t, base+"/healthz"); code != http.StatusOK || strings.TrimSpace(body) != "ok" {
+		t.Errorf("after registration: %d %q", code, body)
+	}
+	if code, body := get(t, base+"/calls"); code != http.StatusOK || !strings.Contains(body, `"calls": []`) {
+		t.Errorf("GET /calls: %d %q", code, body)
+	}
+
+	// The kubelet stops the pod with SIGTERM; run has installed its handler
+	// (the HTTP API only starts after that), so this does not kill the test.
+	if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("run after SIGTERM: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after SIGTERM")
+	}
+	for _, sock := range []string{filepath.Join(pluginDir, "dra.sock"), filepath.Join(regDir, driver.DefaultDriverName+"-reg.sock")} {
+		if _, err := os.Stat(sock); !os.IsNotExist(err) {
+			t.Errorf("%s still exists after shutdown: %v", sock, err)
+		}
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}

@@ -1,0 +1,222 @@
+package driver
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/dynamic-resource-allocation/resourceclaim"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+)
+
+// plan is, for one claim, each device allocated by this driver with the
+// faults that apply to it. It is derived from the allocation (not the spec)
+// because status.allocation.devices.config is what was in force when the
+// scheduler allocated: the claim's config plus its DeviceClass's config.
+type plan struct {
+	targets  []target
+	warnings []string
+}
+
+type target struct {
+	calls.Device
+	prepare   []faultspec.Fault
+	unprepare []faultspec.Fault
+	// badConfig is set when a FaultSpec scoped to this device is invalid;
+	// every prepare then fails permanent/BadConfiguration with this text.
+	badConfig string
+}
+
+func (p *plan) devices() []calls.Device {
+	out := make([]calls.Device, 0, len(p.targets))
+	for _, t := range p.targets {
+		out = append(out, t.Device)
+	}
+	return out
+}
+
+// planFor resolves the claim's FaultSpecs onto its allocated devices.
+func (d *Driver) planFor(claim *resourceapi.ResourceClaim) *plan {
+	p := &plan{}
+	for _, r := range d.ourResults(claim) {
+		p.targets = append(p.targets, target{Device: calls.Device{Pool: r.Pool, Device: r.Device, Request: r.Request}})
+	}
+	if claim.Status.Allocation == nil {
+		return p
+	}
+	for i, cfg := range claim.Status.Allocation.Devices.Config {
+		if cfg.Opaque == nil || cfg.Opaque.Driver != d.cfg.DriverName {
+			continue
+		}
+		where := fmt.Sprintf("config[%d] (%s)", i, cfg.Source)
+		inScope := func(t target) bool { return requestInScope(t.Request, cfg.Requests) }
+		spec, err := faultspec.Parse(cfg.Opaque.Parameters.Raw)
+		if err != nil {
+			for j := range p.targets {
+				if inScope(p.targets[j]) {
+					p.targets[j].badConfig = where + ": " + err.Error()
+				}
+			}
+			continue
+		}
+		apply := func(faults []faultspec.Fault, which string, add func(*target, faultspec.Fault)) {
+			for k, f := range faults {
+				matched := map[string]bool{}
+				for j := range p.targets {
+					t := &p.targets[j]
+					if !inScope(*t) {
+						continue
+					}
+					if len(f.Devices) > 0 && !slices.Contains(f.Devices, t.Device.Device) {
+						continue
+					}
+					matched[t.Device.Device] = true
+					add(t, f)
+				}
+				for _, name := range f.Devices {
+					if !matched[name] {
+						p.warnings = append(p.warnings, fmt.Sprintf(
+							"%s %s[%d] names device %q, which is not allocated to this claim for requests %s; fault not applied",
+							where, which, k, name, scopeText(cfg.Requests)))
+					}
+				}
+			}
+		}
+		apply(spec.Prepare, "prepare", func(t *target, f faultspec.Fault) { t.prepare = append(t.prepare, f) })
+		apply(spec.Unprepare, "unprepare", func(t *target, f faultspec.Fault) { t.unprepare = append(t.unprepare, f) })
+	}
+	return p
+}
+
+// requestInScope implements the DeviceConfiguration scoping rule: no
+// requests means all; a main request name also covers its subrequests.
+func requestInScope(request string, scope []string) bool {
+	if len(scope) == 0 {
+		return true
+	}
+	return slices.Contains(scope, request) || slices.Contains(scope, resourceclaim.BaseRequestRef(request))
+}
+
+func scopeText(scope []string) string {
+	if len(scope) == 0 {
+		return "(all)"
+	}
+	return strings.Join(scope, ",")
+}
+
+// class is how a failure is classified.
+type class int
+
+const (
+	classUnclassified class = iota
+	classTransient
+	classPermanent
+)
+
+// deviceFailure is one fault that fired for one device in one call.
+type deviceFailure struct {
+	calls.Device
+	class  class
+	reason faultspec.Reason      // permanent only
+	effect faultspec.TaintEffect // DeviceFailed only
+	label  string                // e.g. "transient (failing attempt 2 of 3)"
+	detail string
+}
+
+// stallFor returns how long this call must stall and which devices asked
+// for it.
+func stallFor(targets []target, faultsOf func(target) []faultspec.Fault, attempt int) (time.Duration, []calls.Device) {
+	var longest time.Duration
+	var who []calls.Device
+	for _, t := range targets {
+		for _, f := range faultsOf(t) {
+			if f.Type != faultspec.Stall || !firesOn(f, attempt) {
+				continue
+			}
+			who = append(who, t.Device)
+			longest = max(longest, f.StallDuration())
+		}
+	}
+	return longest, who
+}
+
+// firesOn applies Count: 0 means every attempt, N the first N attempts.
+func firesOn(f faultspec.Fault, attempt int) bool {
+	n := f.CountOrZero()
+	return n == 0 || attempt <= n
+}
+
+// failuresFor evaluates the non-stall faults of every target for attempt.
+func failuresFor(targets []target, faultsOf func(target) []faultspec.Fault, attempt int, withBadConfig bool) []deviceFailure {
+	var out []deviceFailure
+	for _, t := range targets {
+		if withBadConfig && t.badConfig != "" {
+			out = append(out, deviceFailure{
+				Device: t.Device, class: classPermanent, reason: faultspec.BadConfiguration,
+				label:  "permanent/" + string(faultspec.BadConfiguration),
+				detail: t.badConfig,
+			})
+		}
+		for _, f := range faultsOf(t) {
+			df := deviceFailure{Device: t.Device, detail: "injected fault"}
+			switch f.Type {
+			case faultspec.Permanent:
+				df.class, df.reason = classPermanent, f.Reason
+				df.label = "permanent/" + string(f.Reason)
+				if f.Reason == faultspec.DeviceFailed {
+					df.effect = f.Effect()
+					df.detail = fmt.Sprintf("injected device failure, device tainted %s=<claim uid>:%s", TaintKey, df.effect)
+				}
+			case faultspec.Transient:
+				if attempt > f.CountOrZero() {
+					continue
+				}
+				df.class = classTransient
+				df.label = fmt.Sprintf("transient (failing attempt %d of %d)", attempt, f.CountOrZero())
+			case faultspec.Unclassified:
+				if !firesOn(f, attempt) {
+					continue
+				}
+				df.class, df.label = classUnclassified, "unclassified"
+			default:
+				continue
+			}
+			if f.Message != "" {
+				df.detail += ": " + f.Message
+			}
+			out = append(out, df)
+		}
+	}
+	return out
+}
+
+// overall classifies a whole claim: permanent wins over transient, which
+// wins over unclassified; several permanent reasons are joined with "+".
+func overall(failures []deviceFailure) (label string, permanent bool) {
+	reasons := map[string]bool{}
+	worst := classUnclassified
+	for _, f := range failures {
+		worst = max(worst, f.class)
+		if f.class == classPermanent {
+			reasons[string(f.reason)] = true
+		}
+	}
+	switch worst {
+	case classPermanent:
+		names := make([]string, 0, len(reasons))
+		for r := range reasons {
+			names = append(names, r)
+		}
+		sort.Strings(names)
+		return "permanent/" + strings.Join(names, "+"), true
+	case classTransient:
+		return "transient", false
+	default:
+		return "unclassified", false
+	}
+}

@@ -1,0 +1,33 @@
+package record
+
+import (
+	"encoding/json"
+	"net/http"
+)
+
+// Handler serves
+//
+//	GET /events[?podUID=<uid>]  the records as a JSON array, in arrival order
+//	GET /healthz                200 while ready() returns nil, else 503 and the reason
+//
+// Specs reach it through the API server's pod proxy, which works on any
+// cluster without a Service or port-forward.
+func Handler(r *Recorder, ready func() error) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /events", func(w http.ResponseWriter, req *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		_ = enc.Encode(r.List(req.URL.Query().Get("podUID")))
+	})
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := ready(); err != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = w.Write([]byte(err.Error() + "\n"))
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	return mux
+}

@@ -1,0 +1,166 @@
+package record_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+)
+
+func newRecorder(t *testing.T, dir string, log io.Writer) *record.Recorder {
+	t.Helper()
+	r, err := record.New(record.Options{Plugin: "faultline-a", Index: "10", Dir: dir,
+		Logger: slog.New(slog.NewJSONHandler(log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func TestRecordOrderAndFields(t *testing.T) {
+	var logs bytes.Buffer
+	r := newRecorder(t, "", &logs)
+
+	slow := r.Begin(record.Event{Event: "RunPodSandbox", PodNamespace: "ns", PodName: "p", PodUID: "u1"})
+	r.Begin(record.Event{Event: "RunPodSandbox", PodUID: "u2"}).Finish(record.Outcome{Result: record.OK})
+	r.Begin(record.Event{Event: "CreateContainer", PodUID: "u1", ContainerName: "c", ContainerID: "id"}).
+		Finish(record.Outcome{Result: record.Error, Fault: "error", Message: "boom"})
+
+	got := r.List("u1")
+	if len(got) != 2 || got[0].Event != "RunPodSandbox" || got[1].Event != "CreateContainer" {
+		t.Fatalf("List(u1) = %+v", got)
+	}
+	if got[0].Result != record.Pending || !got[0].End.IsZero() {
+		t.Errorf("unfinished record: %+v", got[0])
+	}
+	if got[0].Seq >= got[1].Seq || got[0].Plugin != "faultline-a" || got[0].Index != "10" {
+		t.Errorf("bad seq or identity: %+v", got)
+	}
+	slow.Finish(record.Outcome{Result: record.Stalled, Interrupted: true})
+	got = r.List("u1")
+	if got[0].Result != record.Stalled || !got[0].Interrupted || got[0].End.Before(got[0].Start) {
+		t.Errorf("finished record: %+v", got[0])
+	}
+	if all := r.List(""); len(all) != 4 || all[0].Event != record.PluginStart {
+		t.Errorf("List() = %+v", all)
+	}
+
+	// One JSON log line per finished event, parseable on its own.
+	var lines []map[string]any
+	for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(l), &m); err != nil {
+			t.Fatalf("log line %q: %v", l, err)
+		}
+		if m["msg"] == "nri event" {
+			lines = append(lines, m)
+		}
+	}
+	if len(lines) != 4 {
+		t.Fatalf("got %d event log lines, want 4:\n%s", len(lines), logs.String())
+	}
+	if rec := lines[2]["record"].(map[string]any); rec["event"] != "CreateContainer" || rec["result"] != "error" || rec["containerName"] != "c" {
+		t.Errorf("log line record = %v", rec)
+	}
+}
+
+// The events before a crash stay visible to the restarted process.
+func TestRecordSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := newRecorder(t, dir, io.Discard)
+	first.Begin(record.Event{Event: "CreateContainer", PodUID: "u"}).Finish(record.Outcome{Result: record.Crash})
+	first.Close()
+	// A line cut short by the crash must not stop the restart.
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":99,"ev`)
+	f.Close()
+
+	second := newRecorder(t, dir, io.Discard)
+	second.Begin(record.Event{Event: "CreateContainer", PodUID: "u"}).Finish(record.Outcome{Result: record.OK})
+	got := second.List("u")
+	if len(got) != 2 || got[0].Result != record.Crash || got[0].Boot != 0 || got[1].Result != record.OK || got[1].Boot != 1 {
+		t.Fatalf("after restart List(u) = %+v", got)
+	}
+	if got[1].Seq <= got[0].Seq {
+		t.Errorf("seq went backwards across the restart: %d then %d", got[0].Seq, got[1].Seq)
+	}
+	if second.Boot() != 1 {
+		t.Errorf("Boot() = %d, want 1", second.Boot())
+	}
+}
+
+func TestRecordLimit(t *testing.T) {
+	r, err := record.New(record.Options{Max: 3, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		r.Begin(record.Event{Event: "RunPodSandbox"}).Finish(record.Outcome{Result: record.OK})
+	}
+	if got := r.List(""); len(got) != 3 || got[2].Seq != 6 {
+		t.Errorf("List() = %+v", got)
+	}
+}
+
+func TestHandler(t *testing.T) {
+	r := newRecorder(t, "", io.Discard)
+	r.Begin(record.Event{Event: "RunPodSandbox", PodUID: "u1"}).Finish(record.Outcome{Result: record.OK})
+	r.Begin(record.Event{Event: "RunPodSandbox", PodUID: "u2"}).Finish(record.Outcome{Result: record.OK})
+	var notReady atomic.Bool
+	srv := httptest.NewServer(record.Handler(r, func() error {
+		if notReady.Load() {
+			return errors.New("not connected")
+		}
+		return nil
+	}))
+	defer srv.Close()
+
+	get := func(path string) (int, string) {
+		t.Helper()
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body)
+	}
+
+	code, body := get("/events?podUID=u2")
+	var events []record.Event
+	if err := json.Unmarshal([]byte(body), &events); code != 200 || err != nil || len(events) != 1 || events[0].PodUID != "u2" {
+		t.Errorf("GET /events?podUID=u2: %d %s", code, body)
+	}
+	if code, body := get("/events?podUID=none"); code != 200 || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /events for an unknown pod: %d %q, want []", code, body)
+	}
+	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
+		t.Errorf("GET /healthz while ready: %d %q", code, body)
+	}
+	notReady.Store(true)
+	if code, body := get("/healthz"); code != 503 || !strings.Contains(body, "not connected") {
+		t.Errorf("GET /healthz while not ready: %d %q", code, body)
+	}
+	resp, err := http.Post(srv.URL+"/events", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /events: %d", resp.StatusCode)
+	}
+}
