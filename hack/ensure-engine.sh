@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Makes sure a Docker engine that can run privileged kind nodes answers.
 #
-#   hack/ensure-engine.sh start   # default: use a working engine, or install and start one
+#   hack/ensure-engine.sh start   # default: use a working engine, or install and start one;
+#                                 # prints "started" on stdout when it started one
 #   hack/ensure-engine.sh stop    # stop the engine only if this script started it
 #
 # Where a working engine exists (a GitHub runner, a workstation) this does nothing.
@@ -37,6 +38,10 @@ missing_capabilities() {
 }
 
 start() {
+  # a marker whose dockerd is gone (the machine's processes ended) says nothing
+  if [[ -f $state_dir/started-by-faultline ]] && ! kill -0 "$(cat "$state_dir/started-by-faultline")" 2>/dev/null; then
+    rm -f "$state_dir/started-by-faultline"
+  fi
   if engine_answers; then
     say "a Docker engine answers; using it"
     return 0
@@ -67,6 +72,7 @@ start() {
     sleep 0.5
   done
   say "dockerd is up"
+  echo started
 }
 
 stop() {

@@ -142,10 +142,9 @@ trap 'say "interrupted"; exit 130' INT TERM
 run_stage "build faultline CLI" go build -o "$faultline" ./cmd/faultline || exit 1
 
 if [[ -z $kubeconfig ]]; then
-  marker=${FAULTLINE_ENGINE_STATE:-/run/faultline-engine}/started-by-faultline
-  had_marker=false; [[ -f $marker ]] && had_marker=true
-  run_stage "ensure container engine" hack/ensure-engine.sh start || exit 1
-  if ! $had_marker && [[ -f $marker ]]; then engine_started=true; fi
+  engine_out=$artifacts/engine.txt
+  run_stage "ensure container engine" bash -c 'hack/ensure-engine.sh start > "$0"' "$engine_out" || exit 1
+  [[ $(cat "$engine_out") == started ]] && engine_started=true
 
   if [[ -z $node_image ]]; then
     build_args=(--repo-root "$repo_root")
@@ -165,7 +164,12 @@ if [[ -z $kubeconfig ]]; then
   kubeconfig=$artifacts/kubeconfig
   create_args=(--name "$cluster_name" --runtime "$runtime" --node-image "$node_image" --kubeconfig "$kubeconfig"
     --runtime-request-timeout "$runtime_request_timeout" --nri-request-timeout "$nri_request_timeout")
-  $keep && create_args+=(--reuse)
+  if $keep; then
+    create_args+=(--reuse)
+  else
+    # a cluster of this name left by an interrupted run would make kind refuse to create
+    "$faultline" delete-cluster --name "$cluster_name" >/dev/null 2>&1 || true
+  fi
   cluster_created=true
   run_stage "create cluster ($runtime)" "$faultline" create-cluster "${create_args[@]}" \
     || { say "the cluster did not start; node logs go to $artifacts/$runtime/cluster-logs"; exit 1; }

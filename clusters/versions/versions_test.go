@@ -1,8 +1,11 @@
 package versions
 
 import (
+	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/mod/modfile"
 )
 
 func TestDefaultPinsAreComplete(t *testing.T) {
@@ -32,5 +35,41 @@ func TestParseRejectsBadInput(t *testing.T) {
 				t.Fatalf("Parse error = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestGoModFollowsPins keeps faultline's own go.mod on the pinned releases: the
+// suites import the e2e framework of the same Kubernetes they test, the plugin
+// stub of the pinned NRI, the kind API of the pinned kind.
+func TestGoModFollowsPins(t *testing.T) {
+	data, err := os.ReadFile("../../go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := modfile.Parse("go.mod", data, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := Default()
+	want := map[string]string{
+		"k8s.io/kubernetes":         p.Kubernetes(),
+		"sigs.k8s.io/kind":          p.Get("KIND_VERSION"),
+		"github.com/containerd/nri": p.Get("NRI_VERSION"),
+	}
+	for _, r := range f.Require {
+		if v, ok := want[r.Mod.Path]; ok {
+			if r.Mod.Version != v {
+				t.Errorf("go.mod requires %s %s, versions.env pins %s", r.Mod.Path, r.Mod.Version, v)
+			}
+			delete(want, r.Mod.Path)
+		}
+	}
+	for path := range want {
+		t.Errorf("go.mod does not require %s", path)
+	}
+	for _, r := range f.Replace {
+		if strings.HasPrefix(r.Old.Path, "k8s.io/") && r.New.Version != p.StagingVersion() {
+			t.Errorf("replace %s => %s %s, want %s (run hack/update-replaces.sh)", r.Old.Path, r.New.Path, r.New.Version, p.StagingVersion())
+		}
 	}
 }
