@@ -167,8 +167,9 @@ if [[ -z $kubeconfig ]]; then
   if $keep; then
     create_args+=(--reuse)
   else
-    # a cluster of this name left by an interrupted run would make kind refuse to create
-    "$faultline" delete-cluster --name "$cluster_name" >/dev/null 2>&1 || true
+    # a cluster of this name left by an earlier run would make kind refuse to create
+    # (kind prints "Deleted nodes" when there was one; --keep reuses it instead)
+    "$faultline" delete-cluster --name "$cluster_name" || true
   fi
   cluster_created=true
   run_stage "create cluster ($runtime)" "$faultline" create-cluster "${create_args[@]}" \
