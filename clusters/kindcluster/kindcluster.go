@@ -106,13 +106,14 @@ func provider() *cluster.Provider {
 	return cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(cmd.NewLogger()))
 }
 
-// Create creates the cluster and waits up to wait for its nodes to be Ready,
-// writing the kubeconfig to kubeconfigPath.
+// Create creates the cluster, writes its kubeconfig to kubeconfigPath, and waits
+// (up to wait from the start) for its nodes and system pods to be Ready.
 func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Duration) error {
 	cfg, err := Config(s)
 	if err != nil {
 		return err
 	}
+	deadline := time.Now().Add(wait)
 	done := make(chan error, 1)
 	go func() {
 		done <- provider().Create(s.Name,
@@ -127,6 +128,9 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	case err := <-done:
 		if err != nil {
 			return fmt.Errorf("kind could not create cluster %q: %w%s", s.Name, err, commandOutput(err))
+		}
+		if err := waitReady(ctx, kubeconfigPath, deadline); err != nil {
+			return fmt.Errorf("cluster %q: %w (the nodes' logs: faultline export-logs)", s.Name, err)
 		}
 	case <-ctx.Done():
 		// kind's API cannot be cancelled; remove what it made so far.

@@ -15,6 +15,7 @@ import (
 // target is what an event is about, for records and messages.
 type target struct {
 	namespace, name, uid string
+	sandbox              string
 	container, id        string
 	isContainer          bool
 }
@@ -29,10 +30,13 @@ const (
 )
 
 func targetOf(pod *api.PodSandbox, ctr *api.Container) target {
-	t := target{namespace: pod.GetNamespace(), name: pod.GetName(), uid: pod.GetUid()}
+	t := target{namespace: pod.GetNamespace(), name: pod.GetName(), uid: pod.GetUid(), sandbox: pod.GetId()}
 	if ctr != nil {
 		t.isContainer = true
 		t.container, t.id = ctr.GetName(), ctr.GetId()
+		if id := ctr.GetPodSandboxId(); id != "" {
+			t.sandbox = id
+		}
 		if pod == nil {
 			l := ctr.GetLabels()
 			t.namespace, t.name, t.uid = l[podNamespaceLabel], l[podNameLabel], l[podUIDLabel]
@@ -79,6 +83,7 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 		PodNamespace:  t.namespace,
 		PodName:       t.name,
 		PodUID:        t.uid,
+		PodSandboxID:  t.sandbox,
 		ContainerName: t.container,
 		ContainerID:   t.id,
 	})

@@ -67,6 +67,9 @@ func TestRecordsEveryEvent(t *testing.T) {
 		if isContainer && (e.ContainerName != "app" || e.ContainerID != ctr.Id) || !isContainer && e.ContainerName != "" {
 			t.Errorf("record %d (%s): container %q/%q", i, e.Event, e.ContainerName, e.ContainerID)
 		}
+		if e.PodSandboxID != pod.Id {
+			t.Errorf("record %d (%s): sandbox ID %q, want %q", i, e.Event, e.PodSandboxID, pod.Id)
+		}
 		if e.End.Before(e.Start) || i > 0 && (e.Seq <= prev.Seq || e.Start.Before(prev.Start)) {
 			t.Errorf("record %d out of order: %+v after %+v", i, e, prev)
 		}

@@ -69,10 +69,14 @@ type Event struct {
 	Index  string `json:"index"`
 	// Event is the NRI event name (e.g. CreateContainer) or one of the
 	// plugin's own records (PluginStart, Synchronize, Disconnected, Shutdown).
-	Event         string `json:"event"`
-	PodNamespace  string `json:"podNamespace,omitempty"`
-	PodName       string `json:"podName,omitempty"`
-	PodUID        string `json:"podUID,omitempty"`
+	Event        string `json:"event"`
+	PodNamespace string `json:"podNamespace,omitempty"`
+	PodName      string `json:"podName,omitempty"`
+	PodUID       string `json:"podUID,omitempty"`
+	// PodSandboxID is the runtime's ID of the sandbox the event is about
+	// (for container events: the container's sandbox). Each attempt to
+	// create a pod's sandbox gets a new one, so it tells attempts apart.
+	PodSandboxID  string `json:"podSandboxID,omitempty"`
 	ContainerName string `json:"containerName,omitempty"`
 	ContainerID   string `json:"containerID,omitempty"`
 	Result        Result `json:"result"`
