@@ -4,6 +4,8 @@
 package gomod
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -144,4 +146,21 @@ func (m Module) Write(dir, goVersion string, packages []string, env []string) er
 		return fmt.Errorf("go mod tidy in %s: %v\n%s", dir, err, out)
 	}
 	return nil
+}
+
+// DownloadGoMod fetches a module version's go.mod through the module proxy (or
+// the module cache) and returns its content.
+func DownloadGoMod(ctx context.Context, module, version string) ([]byte, error) {
+	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
+	if err != nil {
+		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
+	}
+	var info struct{ GoMod, Error string }
+	if err := json.Unmarshal(out, &info); err != nil {
+		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
+	}
+	if info.Error != "" || info.GoMod == "" {
+		return nil, fmt.Errorf("go mod download %s@%s: no go.mod (%s)", module, version, info.Error)
+	}
+	return os.ReadFile(info.GoMod)
 }

@@ -220,31 +220,12 @@ func kubernetesStagingReplaces(ctx context.Context, c GoComponent) ([]gomod.Repl
 	if c.Source != "" {
 		data, err = os.ReadFile(filepath.Join(c.Source, "go.mod"))
 	} else {
-		data, err = downloadGoMod(ctx, c.Module, c.Version)
+		data, err = gomod.DownloadGoMod(ctx, c.Module, c.Version)
 	}
 	if err != nil {
 		return nil, err
 	}
 	return gomod.StagingReplaces(data, c.Version, c.Source)
-}
-
-// downloadGoMod fetches a module version's go.mod through the module proxy.
-func downloadGoMod(ctx context.Context, module, version string) ([]byte, error) {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
-	if err != nil {
-		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
-	}
-	var path string
-	for _, line := range strings.Split(string(out), "\n") {
-		line = strings.TrimSpace(line)
-		if v, ok := strings.CutPrefix(line, `"GoMod": "`); ok {
-			path = strings.TrimSuffix(strings.TrimSuffix(v, ","), `"`)
-		}
-	}
-	if path == "" {
-		return nil, fmt.Errorf("go mod download %s@%s gave no go.mod", module, version)
-	}
-	return os.ReadFile(path)
 }
 
 // runLogged runs cmd with its output in a log file under the cache, and puts the

@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -20,11 +19,7 @@ func init() {
 			write := fs.String("write", "", "go.mod to rewrite: drop its k8s.io replaces, add the release's, require k8s.io/kubernetes at the release")
 			return func(ctx context.Context, args []string) error {
 				kube := versions.Default().Kubernetes()
-				out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", "k8s.io/kubernetes@"+kube).Output()
-				if err != nil {
-					return fmt.Errorf("go mod download k8s.io/kubernetes@%s: %v", kube, err)
-				}
-				releaseGoMod, err := readDownloadedGoMod(out)
+				releaseGoMod, err := gomod.DownloadGoMod(ctx, "k8s.io/kubernetes", kube)
 				if err != nil {
 					return err
 				}
@@ -41,15 +36,6 @@ func init() {
 				return rewriteGoMod(*write, kube, replaces)
 			}
 		})
-}
-
-func readDownloadedGoMod(downloadJSON []byte) ([]byte, error) {
-	for _, line := range strings.Split(string(downloadJSON), "\n") {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), `"GoMod": "`); ok {
-			return os.ReadFile(strings.TrimSuffix(strings.TrimSuffix(v, ","), `"`))
-		}
-	}
-	return nil, fmt.Errorf("go mod download gave no go.mod path")
 }
 
 func rewriteGoMod(path, kube string, replaces []gomod.Replace) error {

@@ -3,6 +3,10 @@
 // event, injects the faults that pod annotations ask for, and serves the
 // record over HTTP. Several instances (different --name and --index) run
 // side by side to test how the runtime chains plugins.
+//
+// "fake-nri-plugin runtime-state" instead serves what the runtime holds
+// for a pod (its sandboxes and containers, listed over CRI), see package
+// runtimestate.
 package main
 
 import (
@@ -23,10 +27,55 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "runtime-state" {
+		os.Exit(runRuntimeState(os.Args[2:]))
+	}
 	os.Exit(run())
+}
+
+// runRuntimeState serves GET /runtime and /healthz from the runtime's CRI
+// socket until SIGTERM.
+func runRuntimeState(args []string) int {
+	fs := flag.NewFlagSet("runtime-state", flag.ContinueOnError)
+	var (
+		endpoint    = fs.String("cri-endpoint", "unix:///run/containerd/containerd.sock", "the runtime's CRI socket")
+		httpAddress = fs.String("http-address", ":8083", "address for GET /runtime and GET /healthz")
+		timeout     = fs.Duration("cri-timeout", 10*time.Second, "timeout of each CRI call")
+	)
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	client, err := runtimestate.Dial(*endpoint, *timeout)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 2
+	}
+	defer client.Close()
+	ln, err := net.Listen("tcp", *httpAddress)
+	if err != nil {
+		log.Error("cannot serve HTTP", "error", err)
+		return 1
+	}
+	srv := &http.Server{Handler: runtimestate.Handler(client), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	log.Info("serving the runtime's state", "cri", *endpoint, "http", ln.Addr().String())
+	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+		log.Error("HTTP server failed", "error", err)
+		return 1
+	}
+	return 0
 }
 
 func run() int {
