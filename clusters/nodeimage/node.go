@@ -119,20 +119,16 @@ func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[
 // preloadImages starts containerd inside the build container just long enough to
 // import the image archive into the k8s.io namespace the CRI plugin serves.
 func (b *Builder) preloadImages(ctx context.Context, container, archive string, refs []string) error {
-	exec := func(args ...string) *exec.Cmd {
-		return exec.CommandContext(ctx, "docker", append([]string{"exec", container}, args...)...)
-	}
-	// exec -d: containerd's parent is then the engine's exec shim, which reaps it
-	// when it exits; a child orphaned to the container's PID 1 (sleep) would stay a zombie.
-	start := exec("sh", "-c", "exec /usr/local/bin/containerd >/var/log/containerd-build.log 2>&1")
-	start.Args = append(start.Args[:2], append([]string{"-d"}, start.Args[2:]...)...)
+	// -d: containerd's parent is then the engine's exec shim, which reaps it when
+	// it exits; a child orphaned to the container's PID 1 (sleep) would stay a zombie.
+	start := dockerExec(ctx, container, []string{"-d"}, "sh", "-c", "exec /usr/local/bin/containerd >/var/log/containerd-build.log 2>&1")
 	if err := b.runLogged(start, "containerd-start"); err != nil {
 		return err
 	}
 	deadline := time.Now().Add(60 * time.Second)
-	for exec("ctr", "version").Run() != nil {
+	for dockerExec(ctx, container, nil, "ctr", "version").Run() != nil {
 		if time.Now().After(deadline) {
-			out, _ := exec("tail", "-n", "30", "/var/log/containerd-build.log").CombinedOutput()
+			out, _ := dockerExec(ctx, container, nil, "tail", "-n", "30", "/var/log/containerd-build.log").CombinedOutput()
 			return fmt.Errorf("containerd did not start in the build container within 60s:\n%s", out)
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -144,13 +140,12 @@ func (b *Builder) preloadImages(ctx context.Context, container, archive string, 
 	defer f.Close()
 	// --no-unpack: the build container's root is overlayfs, which cannot host
 	// containerd's overlay snapshots; layers unpack on first use in the node.
-	imp := exec("ctr", "-n", "k8s.io", "images", "import", "--no-unpack", "-")
-	imp.Args = append(imp.Args[:2], append([]string{"-i"}, imp.Args[2:]...)...)
+	imp := dockerExec(ctx, container, []string{"-i"}, "ctr", "-n", "k8s.io", "images", "import", "--no-unpack", "-")
 	imp.Stdin = f
 	if err := b.runLogged(imp, "ctr-import"); err != nil {
 		return err
 	}
-	listed, err := exec("ctr", "-n", "k8s.io", "images", "ls", "-q").Output()
+	listed, err := dockerExec(ctx, container, nil, "ctr", "-n", "k8s.io", "images", "ls", "-q").Output()
 	if err != nil {
 		return fmt.Errorf("ctr images ls: %w", err)
 	}
@@ -159,10 +154,17 @@ func (b *Builder) preloadImages(ctx context.Context, container, archive string, 
 			return fmt.Errorf("image %s missing from the node's store after import; have:\n%s", ref, listed)
 		}
 	}
-	if err := exec("sh", "-c", "pkill containerd; for i in $(seq 100); do pgrep -x containerd >/dev/null || exit 0; sleep 0.1; done; exit 1").Run(); err != nil {
+	stop := "pkill containerd; for i in $(seq 100); do pgrep -x containerd >/dev/null || exit 0; sleep 0.1; done; exit 1"
+	if err := dockerExec(ctx, container, nil, "sh", "-c", stop).Run(); err != nil {
 		return fmt.Errorf("containerd did not stop in the build container")
 	}
-	return exec("rm", "-f", "/var/log/containerd-build.log").Run()
+	return dockerExec(ctx, container, nil, "rm", "-f", "/var/log/containerd-build.log").Run()
+}
+
+// dockerExec runs a command in a container, with docker exec's own flags.
+func dockerExec(ctx context.Context, container string, flags []string, args ...string) *exec.Cmd {
+	all := append(append([]string{"exec"}, flags...), container)
+	return exec.CommandContext(ctx, "docker", append(all, args...)...)
 }
 
 func copyFile(src, dst string, mode os.FileMode) error {
