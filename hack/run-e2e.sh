@@ -114,6 +114,22 @@ print_timings() {
   } | tee "$artifacts/timings.txt" >&2
 }
 
+# ensure_host_packages CMD:PACKAGE...: installs (Debian) the packages whose command is missing.
+ensure_host_packages() {
+  local missing=() pair
+  for pair in "$@"; do
+    command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    say "ERROR: missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}) or pass --node-image"
+    return 1
+  fi
+  say "installing ${missing[*]}"
+  apt-get update -qq >/dev/null 2>&1 || say "apt-get update reported errors; trying the install anyway"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
 # --- cleanup: whatever happens, leave nothing running that we started ---------
 engine_started=false cluster_created=false run_failed=false
 faultline=$repo_root/_output/bin/faultline
@@ -147,6 +163,8 @@ if [[ -z $kubeconfig ]]; then
   [[ $(cat "$engine_out") == started ]] && engine_started=true
 
   if [[ -z $node_image ]]; then
+    # debootstrap makes the node's root filesystem; containerd builds with cgo.
+    run_stage "ensure build tools" ensure_host_packages debootstrap:debootstrap gcc:gcc || exit 1
     build_args=(--repo-root "$repo_root")
     [[ -n $kubernetes_src ]] && build_args+=(--kubernetes-src "$kubernetes_src")
     [[ -n $containerd_src ]] && build_args+=(--containerd-src "$containerd_src")

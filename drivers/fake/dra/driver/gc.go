@@ -33,6 +33,10 @@ func (d *Driver) RepairOrphanedDevices(ctx context.Context) []string {
 	failed, _ := d.devices.failures()
 	gone := map[string]bool{}
 	for _, f := range failed {
+		if f.Trigger != TriggerFaultSpec {
+			// Broken through POST /devices/fail: stays until repaired.
+			continue
+		}
 		claim, err := d.cfg.KubeClient.ResourceV1().ResourceClaims(f.ClaimNamespace).Get(ctx, f.ClaimName, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
@@ -46,7 +50,7 @@ func (d *Driver) RepairOrphanedDevices(ctx context.Context) []string {
 	if len(gone) == 0 {
 		return nil
 	}
-	repaired, err := d.devices.clear(ctx, func(f failure) bool { return gone[f.ClaimUID] })
+	repaired, err := d.devices.clear(ctx, func(_ string, f failure) bool { return f.Trigger == TriggerFaultSpec && gone[f.ClaimUID] })
 	logger := klog.FromContext(ctx)
 	if err != nil {
 		logger.Error(err, "Republishing ResourceSlice after repair failed")
@@ -55,7 +59,8 @@ func (d *Driver) RepairOrphanedDevices(ctx context.Context) []string {
 	return repaired
 }
 
-// RepairAll clears every injected device failure (POST /reset).
+// RepairAll clears every injected device failure (POST /reset), whatever
+// triggered it.
 func (d *Driver) RepairAll(ctx context.Context) ([]string, error) {
-	return d.devices.clear(ctx, func(failure) bool { return true })
+	return d.devices.clear(ctx, func(string, failure) bool { return true })
 }

@@ -30,16 +30,45 @@ const (
 // DeviceName returns the name of device i.
 func DeviceName(i int) string { return fmt.Sprintf("dev-%d", i) }
 
-// failure is an injected DeviceFailed failure of one device. It lasts until
-// the claim that caused it is deleted (see gc.go) or /reset is called, so
-// that a spec can observe taint and health after the pod was evicted.
+// Triggers of a device failure.
+const (
+	// TriggerFaultSpec: a Permanent/DeviceFailed fault in a claim's
+	// FaultSpec fired during a call. The failure lasts until that claim is
+	// deleted (see gc.go) or POST /reset.
+	TriggerFaultSpec = "FaultSpec"
+	// TriggerHTTP: POST /devices/fail broke the device, the way hardware
+	// fails while in use. The failure lasts until POST /devices/repair or
+	// POST /reset, whatever happens to the claims that used the device.
+	TriggerHTTP = "HTTP"
+)
+
+// TaintValueHTTP is the taint value of a device broken by POST
+// /devices/fail (a FaultSpec failure uses the claim UID).
+const TaintValueHTTP = "http"
+
+// failure is an injected DeviceFailed failure of one device. A FaultSpec
+// failure lasts until the claim that caused it is deleted (see gc.go) or
+// /reset is called, so that a spec can observe taint and health after the
+// pod was evicted; an HTTP failure lasts until it is repaired.
 type failure struct {
-	Effect         faultspec.TaintEffect `json:"effect"`
-	Message        string                `json:"message"`
-	ClaimNamespace string                `json:"claimNamespace"`
-	ClaimName      string                `json:"claimName"`
-	ClaimUID       string                `json:"claimUID"`
-	Since          time.Time             `json:"since"`
+	Trigger string                `json:"trigger"`
+	Effect  faultspec.TaintEffect `json:"effect"`
+	Message string                `json:"message"`
+	// The claim whose fault broke the device (FaultSpec), or the first
+	// claim the device was prepared for when it broke (HTTP; empty when
+	// the device was idle).
+	ClaimNamespace string    `json:"claimNamespace,omitempty"`
+	ClaimName      string    `json:"claimName,omitempty"`
+	ClaimUID       string    `json:"claimUID,omitempty"`
+	Since          time.Time `json:"since"`
+}
+
+// taintValue is the value of the taint a failure puts on its device.
+func (f failure) taintValue() string {
+	if f.Trigger == TriggerHTTP {
+		return TaintValueHTTP
+	}
+	return f.ClaimUID
 }
 
 // inventory is this node's devices plus their injected failures; it turns
@@ -107,7 +136,7 @@ func (inv *inventory) resources() resourceslice.DriverResources {
 		if f, ok := inv.failed[name]; ok {
 			dev.Taints = []resourceapi.DeviceTaint{{
 				Key:    TaintKey,
-				Value:  f.ClaimUID,
+				Value:  f.taintValue(),
 				Effect: resourceapi.DeviceTaintEffect(f.Effect),
 			}}
 		}
@@ -135,13 +164,42 @@ func (inv *inventory) markFailed(ctx context.Context, device string, f failure) 
 	return inv.publish(ctx)
 }
 
+// setFailed records a device failure, replacing an earlier one (an explicit
+// POST /devices/fail wins over whatever broke the device before), and
+// republishes.
+func (inv *inventory) setFailed(ctx context.Context, device string, f failure) error {
+	inv.mu.Lock()
+	inv.failed[device] = f
+	inv.notifyLocked()
+	inv.mu.Unlock()
+	return inv.publish(ctx)
+}
+
+// has reports whether device is one of this node's devices.
+func (inv *inventory) has(device string) bool {
+	for i := 0; i < inv.count; i++ {
+		if DeviceName(i) == device {
+			return true
+		}
+	}
+	return false
+}
+
+// failureOf returns the current failure of device, if any.
+func (inv *inventory) failureOf(device string) (failure, bool) {
+	inv.mu.Lock()
+	defer inv.mu.Unlock()
+	f, ok := inv.failed[device]
+	return f, ok
+}
+
 // clear removes the failures for which match returns true, republishes if
 // any were removed and returns the names of the repaired devices.
-func (inv *inventory) clear(ctx context.Context, match func(failure) bool) ([]string, error) {
+func (inv *inventory) clear(ctx context.Context, match func(device string, f failure) bool) ([]string, error) {
 	inv.mu.Lock()
 	var repaired []string
 	for name, f := range inv.failed {
-		if match(f) {
+		if match(name, f) {
 			delete(inv.failed, name)
 			repaired = append(repaired, name)
 		}

@@ -73,6 +73,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			rec.Stalled = stalled.Round(time.Millisecond).String()
 		}
 		failures := failuresFor(w.plan.targets, prepareFaults, w.attempt, true)
+		failures = append(failures, d.brokenDeviceFailures(w.plan.targets)...)
 		if interrupted && len(w.stalled) > 0 {
 			failures = append(failures, stallFailures(ctx, w.stalled, stalled, longest)...)
 		}
@@ -164,6 +165,7 @@ func (d *Driver) breakDevices(ctx context.Context, namespace, name string, uid t
 			continue
 		}
 		err := d.devices.markFailed(ctx, f.Device.Device, failure{
+			Trigger:        TriggerFaultSpec,
 			Effect:         f.effect,
 			Message:        fmt.Sprintf("%s: %s (claim %s/%s uid %s)", f.label, f.detail, namespace, name, uid),
 			ClaimNamespace: namespace,

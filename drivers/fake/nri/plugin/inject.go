@@ -63,6 +63,18 @@ func (t target) countKey(event string) string {
 	return pod + "/" + event + "/" + t.container
 }
 
+// Message is the text of every error the plugin returns, without a cause:
+// it names the plugin, its index, what happened, the event and the pod (and
+// container, if any). Specs use it to find the plugin's error in kubelet
+// events and pod status.
+func Message(name, index, what, event, namespace, pod, container string) string {
+	t := target{namespace: namespace, name: pod, container: container, isContainer: container != ""}
+	return fmt.Sprintf("faultline NRI plugin %q (index %s): %s in %s for %s", name, index, what, event, t)
+}
+
+// InjectedError is the What of an error fault, see Message.
+const InjectedError = "injected error"
+
 // failure builds every error the plugin returns. It names the plugin, its
 // index, the event and the pod (and container): this text is what surfaces
 // in kubelet events and runtime logs.
@@ -110,7 +122,7 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 
 	switch fault.Mode {
 	case faults.Error:
-		err := p.failure("injected error", event, t, nil)
+		err := p.failure(InjectedError, event, t, nil)
 		entry.Finish(record.Outcome{Result: record.Error, Fault: fault.Value, Message: err.Error()})
 		return err
 

@@ -104,6 +104,9 @@ func TestErrorStopsChain(t *testing.T) {
 
 	err := rt.send("CreateContainer", pod, newContainer(pod, "app"))
 	want := `faultline NRI plugin "faultline-b" (index 20): injected error in CreateContainer for pod ns/pod-uid-chain container app`
+	if got := plugin.Message("faultline-b", "20", plugin.InjectedError, "CreateContainer", "ns", pod.Name, "app"); got != want {
+		t.Errorf("plugin.Message = %q, want %q", got, want)
+	}
 	if err == nil || !strings.HasSuffix(err.Error(), want) {
 		t.Fatalf("CreateContainer error = %v, want one ending in %q", err, want)
 	}

@@ -7,6 +7,10 @@
 //	GET  /healthz              200 once the kubelet registered the plugin
 //	GET  /calls[?claimUID=U]   call record and per-claim summary (JSON)
 //	GET  /devices              devices and their injected failures (JSON)
+//	POST /devices/fail?device=dev-N[&effect=E][&message=M]
+//	                           break a device now (taint, health, claim status)
+//	POST /devices/repair?device=dev-N
+//	                           repair one device
 //	POST /reset                repair all devices (taints, health)
 package main
 
@@ -39,7 +43,7 @@ func main() {
 		driverName     = flag.String("driver-name", driver.DefaultDriverName, "DRA driver name; DeviceClass selectors and claim configs must use the same")
 		nodeName       = flag.String("node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME); also the pool name")
 		devices        = flag.Int("devices", 4, "number of devices to publish (dev-0 .. dev-N-1)")
-		httpAddress    = flag.String("http-address", ":8080", "listen address of the HTTP API (/healthz, /calls, /devices, /reset)")
+		httpAddress    = flag.String("http-address", ":8080", "listen address of the HTTP API (/healthz, /calls, /devices, /devices/fail, /devices/repair, /reset)")
 		pluginDataDir  = flag.String("plugin-data-dir", "", "directory for dra.sock (default "+kubeletplugin.KubeletPluginsDir+"/<driver-name>)")
 		registrarDir   = flag.String("registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory")
 		kubeconfig     = flag.String("kubeconfig", "", "kubeconfig for running outside a cluster (default: in-cluster config)")
@@ -125,6 +129,8 @@ func run(cfg config) error {
 	mux := http.NewServeMux()
 	mux.Handle("/calls", recorder.Handler())
 	mux.Handle("/devices", drv.DevicesHandler())
+	mux.Handle("/devices/fail", drv.FailHandler())
+	mux.Handle("/devices/repair", drv.RepairHandler())
 	mux.Handle("/reset", drv.ResetHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		notified, registered, reason := drv.Registration()
