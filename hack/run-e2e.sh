@@ -207,7 +207,8 @@ for s in "${suites[@]}"; do
   ginkgo_args=(--procs "$procs" --output-dir "$out" --junit-report junit.xml --timeout 60m --poll-progress-after 120s)
   [[ -n $focus ]] && ginkgo_args+=(--focus "$focus")
   [[ -n $label_filter ]] && ginkgo_args+=(--label-filter "$label_filter")
-  suite_args=(--kubeconfig "$kubeconfig" --faultline.fakes-image "$fakes_image" --faultline.runtime "$runtime" "${extra_args[@]}")
+  suite_args=(--kubeconfig "$kubeconfig" --faultline.fakes-image "$fakes_image" --faultline.runtime "$runtime"
+    --faultline.nri-request-timeout "$nri_request_timeout" "${extra_args[@]}")
   run_one_suite() {
     go tool ginkgo run "${ginkgo_args[@]}" "./suites/$s/$s.test" -- "${suite_args[@]}" 2>&1 | tee "$out/e2e.log"
     return "${PIPESTATUS[0]}"

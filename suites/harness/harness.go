@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
@@ -24,6 +25,10 @@ type Options struct {
 	// Runtime names the node's container runtime, for reports and known
 	// discrepancies (containerd, cri-o); empty means detect from the node.
 	Runtime string
+	// NRIRequestTimeout is the runtime's NRI plugin request timeout (containerd
+	// plugin_request_timeout, CRI-O nri_plugin_request_timeout): specs stall
+	// plugins past it and bound their waits by it.
+	NRIRequestTimeout time.Duration
 }
 
 // Flags holds the parsed faultline flags.
@@ -33,6 +38,7 @@ func registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&Flags.FakesImage, "faultline.fakes-image", "", "image with faultline's fake driver, plugin and test pod (hack/run-e2e.sh builds and loads it)")
 	fs.StringVar(&Flags.PullPolicy, "faultline.pull-policy", "IfNotPresent", "imagePullPolicy for the fakes image")
 	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "the nodes' container runtime (containerd, cri-o); empty: read it from the node")
+	fs.DurationVar(&Flags.NRIRequestTimeout, "faultline.nri-request-timeout", 2*time.Second, "the runtime's NRI plugin request timeout (hack/run-e2e.sh --nri-request-timeout sets it in the cluster)")
 }
 
 // haveCluster is set by Main when a kubeconfig was given.

@@ -1,0 +1,147 @@
+package nri
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
+)
+
+// createVictim creates pod, registers the failure dump for it and waits
+// until it is scheduled; it returns the pod and its node.
+func createVictim(ctx context.Context, f *framework.Framework, pod *v1.Pod) (*v1.Pod, string) {
+	ginkgo.GinkgoHelper()
+	pod = e2epod.NewPodClient(f).Create(ctx, pod)
+	DumpOnFailure(f.ClientSet, pod)
+	framework.ExpectNoError(e2epod.WaitForPodScheduled(ctx, f.ClientSet, pod.Namespace, pod.Name))
+	pod, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	framework.ExpectNoError(err)
+	return pod, pod.Spec.NodeName
+}
+
+// getPod re-reads pod.
+func getPod(ctx context.Context, f *framework.Framework, pod *v1.Pod) *v1.Pod {
+	ginkgo.GinkgoHelper()
+	p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	framework.ExpectNoError(err)
+	return p
+}
+
+// deleteNow deletes pod without grace period.
+func deleteNow(ctx context.Context, f *framework.Framework, pod *v1.Pod) {
+	ginkgo.GinkgoHelper()
+	framework.ExpectNoError(f.ClientSet.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+		metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+}
+
+// attemptID tells the attempts at one event apart: each attempt to create
+// a sandbox or a container gets a new ID from the runtime.
+func attemptID(e record.Event) string {
+	if faults.IsContainerEvent(e.Event) {
+		return e.ContainerID
+	}
+	return e.PodSandboxID
+}
+
+// findAttempt returns the record of event with the given attempt ID, or nil.
+func findAttempt(events []record.Event, event, id string) *record.Event {
+	for _, e := range Only(events, event) {
+		if attemptID(e) == id {
+			return &e
+		}
+	}
+	return nil
+}
+
+// eventsOf reads an instance's record of pod, failing the spec on error.
+func eventsOf(ctx context.Context, f *framework.Framework, node string, inst Instance, pod *v1.Pod) []record.Event {
+	ginkgo.GinkgoHelper()
+	events, err := Events(ctx, f.ClientSet, node, inst, string(pod.UID))
+	framework.ExpectNoError(err)
+	return events
+}
+
+// eventuallyRecorded waits until the instance recorded event for pod with
+// a finished result, and returns the records of that event.
+func eventuallyRecorded(ctx context.Context, f *framework.Framework, node string, inst Instance, pod *v1.Pod, event string, want record.Result, timeout time.Duration) []record.Event {
+	ginkgo.GinkgoHelper()
+	var got []record.Event
+	gomega.Eventually(ctx, func(ctx context.Context) ([]record.Result, error) {
+		events, err := Events(ctx, f.ClientSet, node, inst, string(pod.UID))
+		got = Only(events, event)
+		return Results(events, event), err
+	}).WithTimeout(timeout).Should(gomega.ContainElement(want),
+		"%s must record %s of pod %s with result %s", inst, event, pod.Name, want)
+	return got
+}
+
+// runtimeStateOf reads the runtime's state of pod, failing the spec on error.
+func runtimeStateOf(ctx context.Context, f *framework.Framework, node string, pod *v1.Pod) *runtimestate.State {
+	ginkgo.GinkgoHelper()
+	s, err := RuntimeState(ctx, f.ClientSet, node, string(pod.UID))
+	framework.ExpectNoError(err)
+	return s
+}
+
+// expectOnlyAttempt checks that the runtime holds exactly one sandbox and
+// one container per container name for pod, that they are the ready ones,
+// and that none of the failed attempts' IDs is left.
+func expectOnlyAttempt(ctx context.Context, f *framework.Framework, node string, pod *v1.Pod, failedIDs []string) *runtimestate.State {
+	ginkgo.GinkgoHelper()
+	s := runtimeStateOf(ctx, f, node, pod)
+	desc := FormatState(s)
+	gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), "the runtime must hold exactly the pod's one sandbox, no leftovers of failed attempts:\n%s", desc)
+	gomega.Expect(s.Sandboxes[0].State).To(gomega.Equal("SANDBOX_READY"), desc)
+	gomega.Expect(s.Containers).To(gomega.HaveLen(len(pod.Spec.Containers)),
+		"the runtime must hold exactly one container per container of the pod, no leftovers of failed attempts:\n%s", desc)
+	for _, c := range s.Containers {
+		gomega.Expect(c.State).To(gomega.Equal("CONTAINER_RUNNING"), desc)
+		gomega.Expect(c.PodSandboxID).To(gomega.Equal(s.Sandboxes[0].ID), desc)
+	}
+	held := append(sandboxIDs(s), containerIDs(s)...)
+	for _, id := range failedIDs {
+		gomega.Expect(slices.Contains(held, id)).To(gomega.BeFalseBecause(
+			"the failed attempt %.12s must leave nothing behind in the runtime:\n%s", id, desc))
+	}
+	return s
+}
+
+// expectNoFailureEvents checks that the kubelet reported no failed CRI
+// request for pod.
+func expectNoFailureEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod) {
+	ginkgo.GinkgoHelper()
+	events, err := PodEvents(ctx, f.ClientSet, pod)
+	framework.ExpectNoError(err)
+	for _, e := range events {
+		if e.Type == v1.EventTypeWarning {
+			switch e.Reason {
+			case "FailedCreatePodSandBox", "Failed", "FailedKillPod", "BackOff", "FailedSync":
+				framework.Failf("the kubelet reported a failed request for pod %s: %s %s: %s\nall events:\n%s",
+					pod.Name, e.Reason, e.Type, e.Message, FormatPodEvents(events))
+			}
+		}
+	}
+}
+
+// annotations builds a fault annotation map from key, value pairs.
+func annotations(kv ...string) map[string]string {
+	if len(kv)%2 != 0 {
+		panic(fmt.Sprintf("annotations: odd number of arguments %q", kv))
+	}
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return m
+}

@@ -1,0 +1,119 @@
+package nri
+
+// Requirement 6: StartContainer and StopPodSandbox, where runtimes are known
+// to differ. The NRI design: "If a plugin returns an error for a request,
+// NRI does not call the remaining plugins. It returns the error to the
+// runtime, and the runtime fails the pod or container operation." So a
+// plugin error in StartContainer must fail the CRI StartContainer request,
+// and one in StopPodSandbox the CRI StopPodSandbox request; the kubelet
+// then retries. A runtime that only logs the error departs from the design:
+// the spec fails with the named discrepancy (see knownDiscrepancies).
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+)
+
+// eventDelivery bounds the kubelet's event recorder getting an event to the
+// API server (it sends asynchronously, in the background).
+const eventDelivery = 15 * time.Second
+
+var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeature(featureNRI), func() {
+	f := framework.NewDefaultFramework("nri-differ")
+
+	framework.It("a plugin error in StartContainer fails the CRI StartContainer request with the plugin's message, and the container starts on the kubelet's retry once the fault clears", func(ctx context.Context) {
+		pod := VictimPod("start-container-error", annotations(B.Key("StartContainer"), "error;times=1"))
+		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
+		pod, node := createVictim(ctx, f, pod)
+		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		framework.ExpectNoError(err)
+		want := B.ErrorText("StartContainer", pod, TestContainer)
+
+		starts := eventuallyRecorded(ctx, f, node, B, pod, "StartContainer", record.Error, podStart)
+		failedID := starts[0].ContainerID
+		// The pod phase is Running also while the container waits to be
+		// restarted: wait for the container itself.
+		framework.ExpectNoError(e2epod.WaitForContainerRunning(ctx, f.ClientSet, pod.Namespace, pod.Name, TestContainer, crashLoopBackOff+podStart),
+			"the container must run, on the first attempt or on the kubelet's retry")
+
+		st := containerStatus(getPod(ctx, f, pod), TestContainer)
+		if containerIDOf(st.ContainerID) == failedID {
+			framework.Failf("%s", Discrepancy(rt, "StartContainer", fmt.Sprintf(
+				"%s failed StartContainer of container %.12s, yet that container runs: the CRI StartContainer request succeeded", B, failedID)))
+		}
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, eventDelivery)
+		ginkgo.By("the kubelet reports: " + ev.Message)
+		gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">=", 1), "the failed start counts as a container restart")
+		if t := st.LastTerminationState.Terminated; t != nil {
+			ginkgo.By(fmt.Sprintf("the failed container's last state: %s, exit code %d: %s", t.Reason, t.ExitCode, t.Message))
+		}
+
+		starts = Only(eventsOf(ctx, f, node, B, pod), "StartContainer")
+		gomega.Expect(Results(starts, "StartContainer")).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+			"%s must fail the first StartContainer and pass the retry:\n%s", B, FormatEvents(starts))
+		gomega.Expect(findAttempt(eventsOf(ctx, f, node, C, pod), "StartContainer", failedID)).To(gomega.BeNil(),
+			"the error stops the chain: %s must not see the failed StartContainer", C)
+		s := runtimeStateOf(ctx, f, node, pod)
+		running := 0
+		for _, c := range s.Containers {
+			if c.State == "CONTAINER_RUNNING" {
+				running++
+				gomega.Expect(c.ID).NotTo(gomega.Equal(failedID), "the running container is the retry:\n%s", FormatState(s))
+			}
+		}
+		gomega.Expect(running).To(gomega.Equal(1), "exactly one running container:\n%s", FormatState(s))
+	})
+
+	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", func(ctx context.Context) {
+		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", annotations(B.Key("StopPodSandbox"), "error;times=1")))
+		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		framework.ExpectNoError(err)
+		want := B.ErrorText("StopPodSandbox", pod, "")
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+
+		ginkgo.By("deleting the pod: the kubelet stops its sandbox")
+		deleteNow(ctx, f, pod)
+		eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.Error, podDeletion)
+		framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, kubeletRetry+podDeletion),
+			"the pod must be deleted once the fault has fired")
+
+		// Not gomega.Eventually: a timeout must fail with the discrepancy
+		// as the first line, which is what the report shows.
+		var found *v1.Event
+		var all []v1.Event
+		pollErr := wait.PollUntilContextTimeout(ctx, time.Second, eventDelivery, true, func(ctx context.Context) (bool, error) {
+			all, err = PodEvents(ctx, f.ClientSet, pod)
+			if err != nil {
+				return false, nil // the API server may blink; poll again
+			}
+			found = FindEvent(all, "FailedKillPod", want)
+			return found != nil, nil
+		})
+		if found == nil {
+			framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
+				"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),
+				eventDelivery, pollErr, FormatPodEvents(all))
+		}
+		ginkgo.By("the kubelet reports: " + found.Message)
+	})
+})
+
+// containerIDOf strips the runtime prefix of a status container ID
+// ("containerd://abc" -> "abc").
+func containerIDOf(statusID string) string {
+	if _, id, ok := strings.Cut(statusID, "://"); ok {
+		return id
+	}
+	return statusID
+}

@@ -1,0 +1,206 @@
+package nri
+
+// Requirements 4 and 5: a plugin that stalls past the runtime's request
+// timeout, drops its connection or crashes mid-event suffers a fatal error:
+// the runtime drops it and carries on with the other plugins, so the pod
+// still starts; the plugin comes back and sees later events.
+//
+// These specs are Serial: while a plugin stalls, the runtime holds its NRI
+// lock for every pod on the node, and an instance the runtime dropped misses
+// the events of every other spec's pods.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+// stallFor is how long a stall fault lasts: well past the runtime's request
+// timeout, so that only the runtime giving up ends it early, yet short of
+// the kubelet's 30 s CRI timeout, so that a runtime that waits it out is
+// seen as that and not as a kubelet timeout.
+func stallFor() time.Duration {
+	return min(10*harness.Flags.NRIRequestTimeout, 20*time.Second)
+}
+
+var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), framework.WithSerial(), func() {
+	f := framework.NewDefaultFramework("nri-fatal")
+
+	// Every spec here leaves the plugin instances registered again, for
+	// the specs after it.
+	ginkgo.BeforeEach(func(ctx context.Context) {
+		framework.ExpectNoError(harness.WaitForDaemonSets(ctx, f.ClientSet, PluginNamespace, reregisterTimeout()),
+			"every plugin instance must be registered before a spec drops one")
+		ginkgo.DeferCleanup(func(ctx context.Context) {
+			framework.ExpectNoError(harness.WaitForDaemonSets(ctx, f.ClientSet, PluginNamespace, restartTimeout()),
+				"the plugin instances must be registered again after the spec")
+		})
+	})
+
+	// Requirement 4.
+	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
+		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), func(ctx context.Context) {
+			stall := stallFor()
+			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
+				annotations(B.Key(event), fmt.Sprintf("stall=%s;times=1", stall))))
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Flags.NRIRequestTimeout),
+				"the runtime must give up on the stalled plugin after its request timeout and start the pod")
+			expectNoFailureEvents(ctx, f, pod)
+
+			stalled := Only(eventsOf(ctx, f, node, B, pod), event)
+			gomega.Expect(stalled).NotTo(gomega.BeEmpty(), "%s must have received %s", B, event)
+			first := stalled[0]
+			took := first.End.Sub(first.Start)
+			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), FormatEvents(stalled))
+			gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
+				"the runtime must drop a plugin that does not answer within its request timeout (%s); %s stalled %s without being dropped:\n%s",
+				harness.Flags.NRIRequestTimeout, B, took, FormatEvents(stalled)))
+			gomega.Expect(took).To(gomega.BeNumerically("<", stall), "the stall ended early, when the runtime dropped the plugin")
+			gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Flags.NRIRequestTimeout-100*time.Millisecond),
+				"the runtime must not drop the plugin before its request timeout")
+			ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s: %s", B, took.Round(time.Millisecond), first.Message))
+
+			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(first))
+			gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", C, attemptID(first))
+			gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+
+			expectReconnected(ctx, f, node, B, first, false)
+			expectSeesLaterEvents(ctx, f, node, B, pod)
+		})
+	}
+
+	// Requirement 5, and the same for a plugin that drops its connection.
+	for _, tc := range []struct {
+		event string
+		inst  Instance
+		mode  string
+	}{
+		{"RunPodSandbox", A, "crash"},
+		{"CreateContainer", B, "crash"},
+		{"StartContainer", B, "disconnect"},
+	} {
+		what := "crashes"
+		if tc.mode == "disconnect" {
+			what = "drops its connection"
+		}
+		framework.It(fmt.Sprintf("a plugin that %s mid-%s does not fail the pod: the pod starts, the plugin comes back and sees later events", what, tc.event), func(ctx context.Context) {
+			restarts := instanceRestarts(ctx, f, tc.inst)
+			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(tc.mode+"-"+tc.event),
+				annotations(tc.inst.Key(tc.event), tc.mode+";times=1")))
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Flags.NRIRequestTimeout),
+				"the runtime must carry on without the plugin and start the pod")
+			expectNoFailureEvents(ctx, f, pod)
+
+			var records []record.Event
+			gomega.Eventually(ctx, func(ctx context.Context) ([]record.Event, error) {
+				events, err := Events(ctx, f.ClientSet, node, tc.inst, string(pod.UID))
+				records = Only(events, tc.event)
+				return records, err
+			}).WithTimeout(restartTimeout()).ShouldNot(gomega.BeEmpty(),
+				"%s keeps its record across a crash; it must show %s", tc.inst, tc.event)
+			first := records[0]
+			gomega.Expect(first.Result).To(gomega.Equal(record.Result(tc.mode)), FormatEvents(records))
+			ginkgo.By(fmt.Sprintf("%s %s mid-%s: %s", tc.inst, tc.mode, tc.event, first.Message))
+
+			for _, inst := range Instances {
+				if inst.Index <= tc.inst.Index {
+					continue
+				}
+				next := findAttempt(eventsOf(ctx, f, node, inst, pod), tc.event, attemptID(first))
+				gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", inst, attemptID(first))
+				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+			}
+
+			expectReconnected(ctx, f, node, tc.inst, first, tc.mode == "crash")
+			if tc.mode == "crash" {
+				p, err := PluginPod(ctx, f.ClientSet, node)
+				framework.ExpectNoError(err)
+				st := containerStatus(p, tc.inst.Container)
+				gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">", restarts[node]), "the kubelet restarted the crashed instance")
+				gomega.Expect(st.LastTerminationState.Terminated).NotTo(gomega.BeNil())
+				gomega.Expect(st.LastTerminationState.Terminated.ExitCode).To(gomega.Equal(int32(plugin.CrashExitCode)),
+					"the instance ended by the injected crash")
+			}
+			expectSeesLaterEvents(ctx, f, node, tc.inst, pod)
+		})
+	}
+})
+
+// instanceRestarts returns the restart count of the instance's container
+// on every node.
+func instanceRestarts(ctx context.Context, f *framework.Framework, inst Instance) map[string]int32 {
+	ginkgo.GinkgoHelper()
+	pods, err := f.ClientSet.CoreV1().Pods(PluginNamespace).List(ctx, metav1.ListOptions{LabelSelector: pluginSelector})
+	framework.ExpectNoError(err)
+	out := map[string]int32{}
+	for i := range pods.Items {
+		if st := containerStatus(&pods.Items[i], inst.Container); st != nil {
+			out[pods.Items[i].Spec.NodeName] = st.RestartCount
+		}
+	}
+	return out
+}
+
+// expectReconnected waits for the instance to be registered again after
+// the fault in record first: it must record the loss of its connection and
+// a new registration after it (in a new process if it crashed).
+func expectReconnected(ctx context.Context, f *framework.Framework, node string, inst Instance, first record.Event, crashed bool) {
+	ginkgo.GinkgoHelper()
+	timeout := reregisterTimeout()
+	if crashed {
+		timeout = restartTimeout()
+	}
+	framework.ExpectNoError(WaitInstancesReady(ctx, f.ClientSet, node, timeout, inst), "%s must come back", inst)
+	own, err := OwnEvents(ctx, f.ClientSet, node, inst)
+	framework.ExpectNoError(err)
+	var lost, synced *record.Event
+	for i := range own {
+		e := &own[i]
+		if e.Seq <= first.Seq {
+			continue
+		}
+		switch e.Event {
+		case record.Disconnected, record.PluginStart:
+			if lost == nil {
+				lost = e
+			}
+		case record.Synchronize:
+			if lost != nil && synced == nil {
+				synced = e
+			}
+		}
+	}
+	var mine []record.Event
+	for _, e := range own {
+		if e.PodUID == "" && e.Seq > first.Seq {
+			mine = append(mine, e)
+		}
+	}
+	gomega.Expect(lost).NotTo(gomega.BeNil(), "%s must record the loss of its connection after the fault:\n%s", inst, FormatEvents(mine))
+	gomega.Expect(synced).NotTo(gomega.BeNil(), "%s must register with the runtime again:\n%s", inst, FormatEvents(mine))
+	if crashed {
+		gomega.Expect(synced.Boot).To(gomega.BeNumerically(">", first.Boot), "a new process registered:\n%s", FormatEvents(mine))
+	}
+	ginkgo.By(fmt.Sprintf("%s registered again (%s)", inst, synced.Message))
+}
+
+// expectSeesLaterEvents deletes pod and waits for the instance to see the
+// pod being stopped: the runtime sends events to the returned plugin.
+func expectSeesLaterEvents(ctx context.Context, f *framework.Framework, node string, inst Instance, pod *v1.Pod) {
+	ginkgo.GinkgoHelper()
+	ginkgo.By("deleting the pod: the returned plugin must see it stop")
+	deleteNow(ctx, f, pod)
+	eventuallyRecorded(ctx, f, node, inst, pod, "StopPodSandbox", record.OK, podDeletion)
+}

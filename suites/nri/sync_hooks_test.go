@@ -1,0 +1,142 @@
+package nri
+
+// Requirement 1: an error in a synchronous hook (RunPodSandbox,
+// CreateContainer, UpdateContainer) fails that CRI request; the pod shows
+// the plugin's message in its events or status; the request succeeds once
+// the fault is cleared; nothing leaks.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+)
+
+var _ = framework.Describe("NRI synchronous hooks", framework.WithFeature(featureNRI), func() {
+	f := framework.NewDefaultFramework("nri-sync")
+
+	// failures is how often each spec's fault fires before it clears:
+	// twice, so a retry that fails again is seen too.
+	const failures = 2
+
+	framework.It("a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind", func(ctx context.Context) {
+		pod, node := createVictim(ctx, f, VictimPod("run-sandbox-error",
+			annotations(B.Key("RunPodSandbox"), fmt.Sprintf("error;times=%d", failures))))
+		want := B.ErrorText("RunPodSandbox", pod, "")
+
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
+		ginkgo.By("the kubelet reports: " + ev.Message)
+
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
+			"once the fault has fired %d times, RunPodSandbox must succeed and the pod run", failures)
+
+		runs := Only(eventsOf(ctx, f, node, B, pod), "RunPodSandbox")
+		gomega.Expect(Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+			"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, FormatEvents(runs))
+		var failed []string
+		for _, r := range runs[:failures] {
+			failed = append(failed, r.PodSandboxID)
+		}
+		s := expectOnlyAttempt(ctx, f, node, pod, failed)
+		gomega.Expect(s.Sandboxes[0].ID).To(gomega.Equal(runs[failures].PodSandboxID),
+			"the pod must run in the sandbox whose RunPodSandbox passed:\n%s", FormatState(s))
+	})
+
+	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", func(ctx context.Context) {
+		pod, node := createVictim(ctx, f, VictimPod("create-container-error",
+			annotations(B.Key("CreateContainer"), fmt.Sprintf("error;times=%d;container=%s", failures, TestContainer))))
+		want := B.ErrorText("CreateContainer", pod, TestContainer)
+
+		var waiting string
+		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			if st := containerStatus(p, TestContainer); st != nil && st.State.Waiting != nil {
+				waiting = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
+			}
+			return waiting, nil
+		}).WithTimeout(retryTimeout(1)).Should(gomega.ContainSubstring(want),
+			"the container status must carry the plugin's error while creation fails")
+		ginkgo.By("the container waits with " + waiting)
+		gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, retryTimeout(1))
+		ginkgo.By("the kubelet reports: " + ev.Message)
+
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
+			"once the fault has fired %d times, CreateContainer must succeed and the pod run", failures)
+
+		creates := Only(eventsOf(ctx, f, node, B, pod), "CreateContainer")
+		gomega.Expect(Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+			"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, FormatEvents(creates))
+		var failed []string
+		for _, c := range creates[:failures] {
+			failed = append(failed, c.ContainerID)
+		}
+		s := expectOnlyAttempt(ctx, f, node, pod, failed)
+		gomega.Expect(s.Containers[0].ID).To(gomega.Equal(creates[failures].ContainerID),
+			"the running container must be the one whose CreateContainer passed:\n%s", FormatState(s))
+	})
+
+	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", func(ctx context.Context) {
+		pod := VictimPod("update-container-error", annotations(B.Key("UpdateContainer"), "error;times=1"))
+		pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
+			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
+		}
+		pod, node := createVictim(ctx, f, pod)
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+		before := runtimeStateOf(ctx, f, node, pod)
+		want := B.ErrorText("UpdateContainer", pod, TestContainer)
+
+		ginkgo.By("resizing the container's CPU limit in place: the kubelet sends UpdateContainerResources")
+		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"limits":{"cpu":"200m"}}}]}}`, TestContainer)
+		_, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType,
+			[]byte(patch), metav1.PatchOptions{}, "resize")
+		framework.ExpectNoError(err, "resize the pod")
+
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "ResizeError", want, retryTimeout(1))
+		ginkgo.By("the kubelet reports: " + ev.Message)
+
+		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == v1.PodResizeInProgress || c.Type == v1.PodResizePending {
+					return fmt.Sprintf("condition %s: %s %s", c.Type, c.Reason, c.Message), nil
+				}
+			}
+			st := containerStatus(p, TestContainer)
+			if st == nil || st.Resources == nil {
+				return "no resources in the container status", nil
+			}
+			return "cpu limit " + st.Resources.Limits.Cpu().String(), nil
+		}).WithTimeout(retryTimeout(1)).Should(gomega.Equal("cpu limit 200m"),
+			"once the fault has fired, UpdateContainer must succeed and the resize complete")
+
+		updates := Only(eventsOf(ctx, f, node, B, pod), "UpdateContainer")
+		results := Results(updates, "UpdateContainer")
+		gomega.Expect(results).To(gomega.HaveLen(2), "one failed and one passed UpdateContainer:\n%s", FormatEvents(updates))
+		gomega.Expect(results).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+			"%s must have failed UpdateContainer once, then let it pass:\n%s", B, FormatEvents(updates))
+
+		after := runtimeStateOf(ctx, f, node, pod)
+		gomega.Expect(containerIDs(after)).To(gomega.Equal(containerIDs(before)),
+			"a failed update must not replace the container:\nbefore %s\nafter %s", FormatState(before), FormatState(after))
+		gomega.Expect(sandboxIDs(after)).To(gomega.Equal(sandboxIDs(before)), "nor the sandbox")
+		p := getPod(ctx, f, pod)
+		gomega.Expect(containerStatus(p, TestContainer).RestartCount).To(gomega.BeZero(), "the container keeps running")
+	})
+})

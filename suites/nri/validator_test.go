@@ -1,0 +1,88 @@
+package nri
+
+// Requirement 7: a required plugin (the default validator's
+// required_plugins, or the pod annotation required-plugins.noderesource.dev)
+// that is absent makes container creation fail with a message naming it,
+// where the runtime supports the validator (NRI >= v0.10: containerd >= 2.2
+// with [plugins.'io.containerd.nri.v1.nri'.default_validator] enable = true).
+// Select or exclude these specs with Feature:NRIDefaultValidator.
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+)
+
+// requiredPluginsAnnotation is the default validator's annotation (NRI
+// pkg/plugin RequiredPluginsAnnotation); "/container.<name>" scopes it to
+// one container, "/pod" to every container of the pod.
+const requiredPluginsAnnotation = "required-plugins.noderesource.dev"
+
+var _ = framework.Describe("NRI required plugins", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), func() {
+	f := framework.NewDefaultFramework("nri-required")
+
+	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", func(ctx context.Context) {
+		const missing = "faultline-absent"
+		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", annotations(
+			requiredPluginsAnnotation+"/container."+TestContainer, fmt.Sprintf("[%q]", missing))))
+		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		framework.ExpectNoError(err)
+
+		var state string
+		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+			if err != nil {
+				return "", err
+			}
+			st := containerStatus(p, TestContainer)
+			switch {
+			case st == nil:
+				state = "no container status yet"
+			case st.State.Waiting != nil:
+				state = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
+			case st.State.Running != nil:
+				return "", gomega.StopTrying(fmt.Sprintf(
+					"the runtime (%s) created and started the container although its required plugin %q is not registered: "+
+						"the NRI default validator is disabled or not supported (containerd needs NRI >= v0.10, containerd >= 2.2, "+
+						"and [plugins.'io.containerd.nri.v1.nri'.default_validator] enable = true)", rt, missing))
+			default:
+				state = containerState(st.State)
+			}
+			return state, nil
+		}).WithTimeout(retryTimeout(1)).Should(gomega.And(gomega.HavePrefix("CreateContainerError: "), gomega.ContainSubstring(missing)),
+			"container creation must fail with an error naming the missing plugin %q", missing)
+		ginkgo.By("the container waits with " + state)
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", missing, eventDelivery)
+		ginkgo.By("the kubelet reports: " + ev.Message)
+
+		// The plugins themselves passed CreateContainer: the validator
+		// rejected the container after the chain, and the runtime held on
+		// to nothing of it.
+		for _, inst := range Instances {
+			creates := Only(eventsOf(ctx, f, node, inst, pod), "CreateContainer")
+			gomega.Expect(creates).NotTo(gomega.BeEmpty(), "%s must have seen CreateContainer", inst)
+			for _, c := range creates {
+				gomega.Expect(c.Result).To(gomega.Equal(record.OK), FormatEvents(creates))
+			}
+		}
+		s := runtimeStateOf(ctx, f, node, pod)
+		gomega.Expect(s.Containers).To(gomega.BeEmpty(), "a rejected container must leave nothing behind:\n%s", FormatState(s))
+		gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), FormatState(s))
+	})
+
+	framework.It("a container whose required plugins are all registered is created and runs", func(ctx context.Context) {
+		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", annotations(
+			requiredPluginsAnnotation+"/pod", fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name))))
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
+			"with %s, %s and %s registered, the validator must let the container be created", A, B, C)
+		expectNoFailureEvents(ctx, f, pod)
+		expectOnlyAttempt(ctx, f, node, pod, nil)
+	})
+})
