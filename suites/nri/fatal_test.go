@@ -35,7 +35,7 @@ func stallFor() time.Duration {
 	return min(10*harness.Flags.NRIRequestTimeout, 20*time.Second)
 }
 
-var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), framework.WithSerial(), func() {
+var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), framework.WithSerial(), framework.WithLabel("ci"), func() {
 	f := framework.NewDefaultFramework("nri-fatal")
 
 	// Every spec here leaves the plugin instances registered again, for
