@@ -1,3 +1,26 @@
 // Package dra holds the DRA suite: how the kubelet and a DRA driver handle
-// permanent and transient NodePrepareResources / NodeUnprepareResources failures.
+// permanent and transient NodePrepareResources / NodeUnprepareResources
+// failures, organised by requirement.
+//
+// The suite deploys fixtures/dra once (SynchronizedBeforeSuite): two
+// instances of the fake driver (drivers/fake/dra), dra.faultline.k8s.io and
+// second.dra.faultline.k8s.io. Every spec makes its own namespace, claims
+// and FaultSpecs, and reads the driver's call record through the pod proxy.
+//
+//	prepare_test.go    transient and unclassified failures are retried; a permanent
+//	                   one fails the pod (KEP-5322, skipped without it); a bad
+//	                   configuration names its field and is not retried faster than
+//	                   the kubelet's resync; a stalled call is retried without a
+//	                   duplicate preparation; a timed-out call's error names driver
+//	                   and claim
+//	unprepare_test.go  a failing unprepare is retried and the pod's deletion waits
+//	                   for it, also with two drivers
+//	multi_test.go      several claims and two drivers, one failing: every failing
+//	                   device and claim is named, the healthy driver's claim is
+//	                   prepared and unprepared exactly once, also when the pod is
+//	                   deleted while the other driver keeps failing
+//	device_test.go     a device failing while in use: NoExecute taint evicts, the
+//	                   replacement gets a healthy device (Serial); health in pod
+//	                   status
+//	timing_test.go     the kubelet timings the timeouts derive from, as measured
 package dra

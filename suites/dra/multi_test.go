@@ -1,0 +1,199 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	admissionapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+)
+
+var _ = framework.Describe("several claims and two drivers, one failing", framework.WithFeature(featureDRA), func() {
+	f := framework.NewDefaultFramework("dra-multi")
+	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
+	dumpOnFailure(f)
+
+	transientOnce := faults([]faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(1), Message: "faultline: transient failure"}}, nil)
+
+	// healthyPreparedOnceUnpreparedOnce checks the second driver's claim
+	// after the pod is gone: prepared exactly once (the kubelet skips a
+	// prepared claim when it retries the failing one), unprepared once.
+	healthyPreparedOnceUnpreparedOnce := func(ctx context.Context, node string, healthy *resourceapi.ResourceClaim) {
+		rep, err := secondDriver.calls(ctx, f.ClientSet, node, string(healthy.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}),
+			"the healthy driver's claim is prepared once and unprepared once")
+	}
+
+	framework.It("names every failing device of a claim in the error the user sees, and prepares and unprepares the healthy driver's claim exactly once", func(ctx context.Context) {
+		cs := f.ClientSet
+		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
+		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
+		pair, pairDevs := allocated(ctx, f, pair.Name, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		gomega.Expect(pairDevs).To(gomega.HaveLen(2))
+		node := pod.Spec.NodeName
+
+		rep := pendingUntilPrepared(ctx, f, pod, firstDriver, string(pair.UID), prepareRetryMax+startSlack)
+		waitRunning(ctx, f, pod)
+		gomega.Expect(rep.Calls[0].Error).To(gomega.ContainSubstring("2 of 2 devices failed"))
+
+		ginkgo.By("the event names both failing devices")
+		checkPrepareEvents(ctx, f, pod, pair.Name, calls.Report{Calls: rep.Calls[:1]}, firstDriver, pairDevs[0].Device, pairDevs[1].Device)
+
+		ginkgo.By("deleting the pod unprepares both drivers' claims")
+		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
+		healthyPreparedOnceUnpreparedOnce(ctx, node, healthy)
+		rep, err := firstDriver.calls(ctx, cs, node, string(pair.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
+	})
+
+	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", func(ctx context.Context) {
+		cs := f.ClientSet
+		one := createClaim(ctx, f, "one", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
+		two := createClaim(ctx, f, "two", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
+		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", one, two, healthy)))
+		one, oneDevs := allocated(ctx, f, one.Name, firstDriver)
+		two, twoDevs := allocated(ctx, f, two.Name, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		node := pod.Spec.NodeName
+
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(one.UID), prepareRetryMax+startSlack)
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(two.UID), prepareRetryMax+startSlack)
+		waitRunning(ctx, f, pod)
+		var failedCalls []calls.Call
+		for _, c := range []*resourceapi.ResourceClaim{one, two} {
+			rep, err := firstDriver.calls(ctx, cs, node, string(c.UID))
+			framework.ExpectNoError(err)
+			gomega.Expect(rep.Summary.PrepareFailed).To(gomega.Equal(1), "claim %s failed once", c.Name)
+			failedCalls = append(failedCalls, rep.Calls[0])
+		}
+		gomega.Expect(failedCalls[0].Time).To(gomega.BeTemporally("~", failedCalls[1].Time, time.Second),
+			"both claims failed in the same call (the kubelet batches a pod's claims per driver)")
+
+		var events []v1.Event
+		gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
+			var err error
+			events, err = prepareEvents(ctx, cs, pod)
+			return events, err
+		}).WithTimeout(time.Minute).WithPolling(poll).ShouldNot(gomega.BeEmpty())
+		for i, e := range events {
+			report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
+		}
+
+		ginkgo.By("deleting the pod unprepares all three claims")
+		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
+		healthyPreparedOnceUnpreparedOnce(ctx, node, healthy)
+		for _, c := range []*resourceapi.ResourceClaim{one, two} {
+			rep, err := firstDriver.calls(ctx, cs, node, string(c.UID))
+			framework.ExpectNoError(err)
+			gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(1), "claim %s unprepared", c.Name)
+		}
+
+		ginkgo.By("every event names both failing claims and their devices")
+		want := map[string][]string{
+			one.Name: {"ResourceClaim " + one.Name + ":", "claim " + one.Namespace + "/" + one.Name, "device=" + oneDevs[0].Device},
+			two.Name: {"ResourceClaim " + two.Name + ":", "claim " + two.Namespace + "/" + two.Name, "device=" + twoDevs[0].Device},
+		}
+		var problems []string
+		for i, e := range events {
+			var named, unnamed []string
+			for claim, needles := range want {
+				all := true
+				for _, n := range needles {
+					all = all && strings.Contains(e.Message, n)
+				}
+				if all {
+					named = append(named, claim)
+				} else {
+					unnamed = append(unnamed, claim)
+				}
+			}
+			if len(unnamed) > 0 {
+				problems = append(problems, fmt.Sprintf("event %d names %v but not %v", i+1, named, unnamed))
+			}
+		}
+		gomega.Expect(problems).To(gomega.BeEmpty(),
+			"both claims failed in one NodePrepareResources call, but the user is told about only one: the kubelet "+
+				"(pkg/kubelet/cm/dra/manager.go, prepareResources) returns at the first per-claim error of the response, "+
+				"in Go map order, and drops the other claims' errors; a kubelet limitation, not a driver bug")
+	})
+
+	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", func(ctx context.Context) {
+		cs := f.ClientSet
+		broken := createClaim(ctx, f, "broken", []request{{name: "dev", driver: firstDriver}},
+			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))
+		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", broken, healthy)))
+		broken, _ = allocated(ctx, f, broken.Name, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		node := pod.Spec.NodeName
+
+		// The kubelet calls the drivers of a pod in Go map order and stops
+		// at the first failure, so in each attempt the healthy driver gets
+		// its call first with probability 1/2. Wait until it has prepared
+		// its claim, or until three attempts passed (1/8 it has not).
+		const attempts = 3
+		ginkgo.By(fmt.Sprintf("waiting until the healthy driver prepared its claim, or %d failed attempts", attempts))
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			p, err := getPod(ctx, cs, pod)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodPending {
+				return gomega.StopTrying(fmt.Sprintf("pod is %s although one of its claims can never be prepared", p.Status.Phase))
+			}
+			b, err := firstDriver.calls(ctx, cs, node, string(broken.UID))
+			if err != nil {
+				return err
+			}
+			h, err := secondDriver.calls(ctx, cs, node, string(healthy.UID))
+			if err != nil {
+				return err
+			}
+			if prepared(h) || b.Summary.PrepareFailed >= attempts {
+				return nil
+			}
+			return fmt.Errorf("healthy claim not prepared yet, broken claim failed %d times", b.Summary.PrepareFailed)
+		}).WithTimeout((attempts-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+		h, err := secondDriver.calls(ctx, cs, node, string(healthy.UID))
+		framework.ExpectNoError(err)
+		report("healthy claim before deletion", "prepared=%v (%+v)", prepared(h), h.Summary)
+
+		ginkgo.By("deleting the pod")
+		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
+		for _, c := range []struct {
+			d     driverRef
+			claim *resourceapi.ResourceClaim
+		}{{secondDriver, healthy}, {firstDriver, broken}} {
+			rep, err := c.d.calls(ctx, cs, node, string(c.claim.UID))
+			framework.ExpectNoError(err)
+			report(c.d.Name+" calls", "%+v", rep.Summary)
+			gomega.Expect(rep.Summary.UnprepareCalls).To(gomega.BeNumerically(">=", 1), "%s: the kubelet must unprepare claim %s of the deleted pod", c.d.Name, c.claim.Name)
+			gomega.Expect(rep.Summary.UnprepareFailed).To(gomega.BeZero())
+			gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(rep.Summary.PrepareSucceeded),
+				"%s: every preparation of claim %s is undone", c.d.Name, c.claim.Name)
+			unprepared := false
+			for _, call := range rep.Calls {
+				if call.Method == calls.Unprepare {
+					unprepared = true
+				}
+				gomega.Expect(unprepared && call.Method == calls.Prepare).To(gomega.BeFalse(),
+					"%s: prepare call after the deleted pod's claim %s was unprepared: %+v", c.d.Name, c.claim.Name, call)
+			}
+		}
+	})
+})

@@ -1,0 +1,310 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	admissionapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+)
+
+// gatePermanentFailures is the kubelet feature gate of the KEP-5322 draft.
+const gatePermanentFailures = "DRAHandlePermanentDriverFailures"
+
+var _ = framework.Describe("NodePrepareResources failure", framework.WithFeature(featureDRA), func() {
+	f := framework.NewDefaultFramework("dra-prepare")
+	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
+	dumpOnFailure(f)
+
+	// retriedUntilSuccess runs a pod whose claim fails the first `failures`
+	// prepare calls with fault, and checks the kubelet retries it: Pending
+	// while failing, then Running, exactly failures+1 prepare calls, one
+	// event per failure.
+	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int, classification string) {
+		cs := f.ClientSet
+		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
+		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		gomega.Expect(devs).To(gomega.HaveLen(1))
+
+		ginkgo.By(fmt.Sprintf("the pod stays Pending through %d failing prepare calls (one per kubelet resync, %s-%s apart)", failures, prepareRetryMin, prepareRetryMax))
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), time.Duration(failures)*prepareRetryMax+startSlack)
+		ginkgo.By("then it runs")
+		waitRunning(ctx, f, pod)
+
+		rep, err := firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1}),
+			"exactly %d failing prepare calls, then one that succeeds, and nothing else", failures)
+		for i, c := range rep.Calls {
+			gomega.Expect(c.Attempt).To(gomega.Equal(i+1), "call %d", i)
+			if i < failures {
+				gomega.Expect(c.Classification).To(gomega.Equal(classification), "call %d", i)
+				gomega.Expect(c.Permanent).To(gomega.BeFalse(), "call %d", i)
+			}
+		}
+		report("prepare retry gaps", "%s", durations(gaps(rep, calls.Prepare)))
+
+		ginkgo.By("every failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim")
+		checkPrepareEvents(ctx, f, pod, claim.Name, rep, firstDriver, devs[0].Device)
+
+		ginkgo.By("after the pod is deleted the claim is unprepared once and never prepared again")
+		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
+		rep, err = firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+			PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1,
+		}))
+	}
+
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", func(ctx context.Context) {
+		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2, "transient")
+	})
+
+	framework.It("treats an unclassified error as transient: retried until it succeeds, the pod never fails", func(ctx context.Context) {
+		retriedUntilSuccess(ctx, "unclassified", faultspec.Fault{Type: faultspec.Unclassified, Count: ptr.To(1), Message: "faultline: no classification"}, 1, "unclassified")
+	})
+
+	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
+		cs := f.ClientSet
+		// KEP-5322 is kubelet-only: look at each node's kubelet, and run
+		// the pod on one that implements it.
+		var node string
+		var absent []string
+		for _, n := range driverNodes(ctx, cs) {
+			gates, err := kubeletFeatureGates(ctx, cs, n)
+			framework.ExpectNoError(err)
+			enabled, known := gates[gatePermanentFailures]
+			switch {
+			case enabled:
+				node = n
+			case known:
+				absent = append(absent, fmt.Sprintf("%s (gate present, disabled)", n))
+			default:
+				absent = append(absent, fmt.Sprintf("%s (gate unknown to the kubelet)", n))
+			}
+		}
+		if node == "" {
+			ginkgo.Skip(fmt.Sprintf("no kubelet implements KEP-5322 (feature gate %s) on %s: kubernetes_feature_enabled in the kubelet's /metrics has no such enabled gate. "+
+				"The KEP is a draft and no released kubelet (v1.36.3 included) has it; today's kubelet retries every per-claim NodePrepareResources error, "+
+				"so a permanent failure leaves the pod Pending for ever and this requirement cannot hold", gatePermanentFailures, strings.Join(absent, ", ")))
+		}
+
+		claim := createClaim(ctx, f, "permanent", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
+			{Type: faultspec.Permanent, Reason: faultspec.BadConfiguration, Message: "faultline: mode X needs firmware 2"},
+		}, nil)))
+		pod := podWithClaims("permanent", claim)
+		pod.Spec.Affinity = onNode(node)
+		pod = scheduled(ctx, f, createPod(ctx, f, pod))
+		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+
+		ginkgo.By("the pod fails")
+		var failedAt calls.Report
+		gomega.Eventually(ctx, func(ctx context.Context) (v1.PodPhase, error) {
+			p, err := getPod(ctx, cs, pod)
+			if err != nil {
+				return "", err
+			}
+			if p.Status.Phase == v1.PodRunning {
+				return "", gomega.StopTrying("the pod runs although its claim cannot be prepared")
+			}
+			failedAt, err = firstDriver.calls(ctx, cs, node, string(claim.UID))
+			return p.Status.Phase, err
+		}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.Equal(v1.PodFailed),
+			"a permanent NodePrepareResources error must fail the pod instead of retrying")
+		gomega.Expect(failedAt.Summary.PrepareCalls).To(gomega.BeNumerically(">=", 1))
+		gomega.Expect(failedAt.Summary.PrepareSucceeded).To(gomega.BeZero())
+		for _, c := range failedAt.Calls {
+			gomega.Expect(c.Permanent).To(gomega.BeTrue(), "every call failed permanently: %+v", c)
+		}
+
+		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
+		gomega.Consistently(ctx, func(ctx context.Context) (int, error) {
+			rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+			return rep.Summary.PrepareCalls, err
+		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
+			"a failed pod's claim must not be prepared again")
+		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
+	})
+
+	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", func(ctx context.Context) {
+		cs := f.ClientSet
+		// Valid JSON, so the API server stores it; the driver's strict
+		// parser rejects the duration.
+		bad := []byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","prepare":[{"type":"Stall","duration":"5x"}]}`)
+		const field = `prepare[0].duration: invalid duration "5x"`
+		claim := createClaim(ctx, f, "badconfig", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, bad))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("badconfig", claim)))
+		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		node := pod.Spec.NodeName
+
+		// Watch three prepare calls (two retries), or the pod failing on a
+		// kubelet with KEP-5322. Calls closer together than the resync
+		// (minus tolerance) mean the kubelet spins on a failure that
+		// cannot go away.
+		const want = 3
+		ginkgo.By(fmt.Sprintf("observing %d prepare calls (up to %s)", want, (want-1)*prepareRetryMax+startSlack))
+		var rep calls.Report
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			p, err := getPod(ctx, cs, pod)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase == v1.PodRunning {
+				return gomega.StopTrying("the pod runs although its claim's configuration is invalid")
+			}
+			rep, err = firstDriver.calls(ctx, cs, node, string(claim.UID))
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase == v1.PodFailed || rep.Summary.PrepareCalls >= want {
+				return nil
+			}
+			return fmt.Errorf("%d prepare calls so far", rep.Summary.PrepareCalls)
+		}).WithTimeout((want-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+
+		g := gaps(rep, calls.Prepare)
+		report("bad configuration retry gaps", "%s over %d calls", durations(g), rep.Summary.PrepareCalls)
+		for i, gap := range g {
+			gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin-prepareRetryTolerance),
+				"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin)
+		}
+		for _, c := range rep.Calls {
+			gomega.Expect(c.Classification).To(gomega.Equal("permanent/BadConfiguration"))
+			gomega.Expect(c.Error).To(gomega.ContainSubstring(field))
+		}
+
+		ginkgo.By("the error the user sees names the offending field")
+		checkPrepareEvents(ctx, f, pod, claim.Name, rep, firstDriver, devs[0].Device)
+		events, err := prepareEvents(ctx, cs, pod)
+		framework.ExpectNoError(err)
+		for _, e := range events {
+			gomega.Expect(e.Message).To(gomega.ContainSubstring(field))
+			gomega.Expect(e.Message).To(gomega.ContainSubstring("[permanent/BadConfiguration]"))
+		}
+
+		ginkgo.By("so does the claim's device condition")
+		c, err := cs.ResourceV1().ResourceClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
+		framework.ExpectNoError(err)
+		cond := deviceCondition(c.Status.Devices, devs[0])
+		gomega.Expect(cond).NotTo(gomega.BeNil(), "the driver sets a Ready condition on the device")
+		gomega.Expect(cond.Status).To(gomega.Equal(metav1.ConditionFalse))
+		gomega.Expect(cond.Reason).To(gomega.Equal(driver.ReasonBadConfiguration))
+		gomega.Expect(cond.Message).To(gomega.ContainSubstring(field))
+	})
+
+	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", framework.WithSlow(), func(ctx context.Context) {
+		cs := f.ClientSet
+		// Longer than the kubelet's deadline, first call only.
+		stall := 2 * draCallTimeout
+		claim := createClaim(ctx, f, "stall", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
+			{Type: faultspec.Stall, Duration: stall.String(), Count: ptr.To(1)},
+		}, nil)))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("stall", claim)))
+		claim, _ = allocated(ctx, f, claim.Name, firstDriver)
+		node := pod.Spec.NodeName
+
+		ginkgo.By(fmt.Sprintf("the pod stays Pending while the first call stalls (the kubelet gives up after %s) and until the retry succeeds", draCallTimeout))
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), draCallTimeout+prepareRetryMax+startSlack)
+		waitRunning(ctx, f, pod)
+
+		rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Calls).To(gomega.HaveLen(2))
+		first := rep.Calls[0]
+		gomega.Expect(first.Outcome).To(gomega.Equal(calls.Failed))
+		gomega.Expect(first.Error).To(gomega.ContainSubstring("transient/stalled"))
+		stalled, err := time.ParseDuration(first.Stalled)
+		framework.ExpectNoError(err, "stalled %q", first.Stalled)
+		report("kubelet NodePrepareResources deadline", "the first call was cut off after %s", stalled)
+		gomega.Expect(stalled).To(gomega.BeNumerically("~", draCallTimeout, 5*time.Second),
+			"the kubelet gives up on a DRA call after %s", draCallTimeout)
+		report("retry after deadline", "%s", durations(gaps(rep, calls.Prepare)))
+
+		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
+		gomega.Consistently(ctx, func(ctx context.Context) (calls.Summary, error) {
+			rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+			return rep.Summary, err
+		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
+			"a prepared claim of a running pod must not be prepared again")
+
+		events, err := prepareEvents(ctx, cs, pod)
+		framework.ExpectNoError(err)
+		for i, e := range events {
+			report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
+		}
+		gomega.Expect(events).To(gomega.HaveLen(1), "one event for the one failed call")
+	})
+
+	// The README's requirement "every error names driver, device and
+	// claim" also holds when the driver does not answer in time; then the
+	// kubelet has nothing but its own error to show.
+	framework.It("names the driver and the claim in the error the user sees when a prepare call runs into the kubelet's deadline", func(ctx context.Context) {
+		cs := f.ClientSet
+		claim := createClaim(ctx, f, "deadline", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
+			{Type: faultspec.Stall, Duration: (2 * draCallTimeout).String(), Count: ptr.To(1)},
+		}, nil)))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("deadline", claim)))
+		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+
+		ginkgo.By(fmt.Sprintf("waiting for the event of the call the kubelet gives up on after %s", draCallTimeout))
+		var events []v1.Event
+		gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
+			var err error
+			events, err = prepareEvents(ctx, cs, pod)
+			return events, err
+		}).WithTimeout(draCallTimeout + startSlack).WithPolling(poll).ShouldNot(gomega.BeEmpty())
+		gomega.Eventually(ctx, func(ctx context.Context) ([]calls.Call, error) {
+			rep, err := firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+			return rep.Calls, err
+		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(gomega.ContainElement(gomega.HaveField("Stalled", gomega.Not(gomega.BeEmpty()))),
+			"the driver recorded the stalled call the kubelet gave up on")
+		e := events[0]
+		report("event 1", "%s %s: %s", e.Type, e.Reason, e.Message)
+		var missing []string
+		for _, s := range []string{firstDriver.Name, claim.Name} {
+			if !strings.Contains(e.Message, s) {
+				missing = append(missing, s)
+			}
+		}
+		gomega.Expect(missing).To(gomega.BeEmpty(),
+			"event %q must name driver %s and claim %s (device %s); the kubelet (pkg/kubelet/cm/dra/manager.go) wraps a failed NodePrepareResources gRPC call "+
+				"as \"NodePrepareResources: <gRPC error>\" without the driver or the claims of the batch, and the driver's own error never reaches it: a kubelet limitation",
+			e.Message, firstDriver.Name, claim.Name, deviceID(devs[0]))
+	})
+})
+
+// deviceCondition returns the Ready condition the driver keeps for one
+// allocated device in a claim's status.devices.
+func deviceCondition(devices []resourceapi.AllocatedDeviceStatus, r resourceapi.DeviceRequestAllocationResult) *metav1.Condition {
+	for _, d := range devices {
+		if d.Driver == r.Driver && d.Pool == r.Pool && d.Device == r.Device {
+			return apimeta.FindStatusCondition(d.Conditions, driver.ConditionReady)
+		}
+	}
+	return nil
+}
+
+// onNode pins a pod to a node through the scheduler (spec.nodeName would
+// bypass it, and with it the allocation of the pod's claims).
+func onNode(node string) *v1.Affinity {
+	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
+		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{
+			Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node},
+		}}}},
+	}}}
+}

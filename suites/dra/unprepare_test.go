@@ -1,0 +1,105 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	admissionapi "k8s.io/pod-security-admission/api"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+)
+
+var _ = framework.Describe("NodeUnprepareResources failure", framework.WithFeature(featureDRA), func() {
+	f := framework.NewDefaultFramework("dra-unprepare")
+	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
+	dumpOnFailure(f)
+
+	framework.It("retries a failing unprepare until it succeeds, and the pod's deletion completes only then", func(ctx context.Context) {
+		cs := f.ClientSet
+		const failures = 3
+		claim := createClaim(ctx, f, "teardown", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
+			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
+		})))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("teardown", claim)))
+		claim, _ = allocated(ctx, f, claim.Name, firstDriver)
+		node := pod.Spec.NodeName
+		waitRunning(ctx, f, pod)
+
+		ginkgo.By(fmt.Sprintf("deleting the pod: %d unprepare calls fail, the next succeeds", failures))
+		framework.ExpectNoError(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
+		deleted := time.Now()
+		// Whenever the pod is seen gone, the driver must already have
+		// unprepared the claim: the kubelet unprepares before it reports
+		// the pod terminated.
+		var rep calls.Report
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			_, getErr := getPod(ctx, cs, pod)
+			var err error
+			rep, err = firstDriver.calls(ctx, cs, node, string(claim.UID))
+			if err != nil {
+				return err
+			}
+			switch {
+			case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
+				return gomega.StopTrying(fmt.Sprintf("pod is gone but its claim was not unprepared (%d unprepare calls, %d failed)", rep.Summary.UnprepareCalls, rep.Summary.UnprepareFailed))
+			case apierrors.IsNotFound(getErr):
+				return nil
+			case getErr != nil:
+				return getErr
+			}
+			return fmt.Errorf("pod still there; %d unprepare calls, %d failed", rep.Summary.UnprepareCalls, rep.Summary.UnprepareFailed)
+		}).WithTimeout(failures*unprepareRetryMax + startSlack).WithPolling(time.Second).Should(gomega.Succeed())
+		report("pod deletion", "completed %s after the delete request", time.Since(deleted).Round(time.Second))
+		report("unprepare retry gaps", "%s", durations(gaps(rep, calls.Unprepare)))
+
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+			PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
+		}), "unprepare retried until it succeeded, and no prepare for the deleted pod")
+		for i, gap := range gaps(rep, calls.Unprepare) {
+			gomega.Expect(gap).To(gomega.BeNumerically("<=", unprepareRetryMax+prepareRetryTolerance),
+				"unprepare calls %d and %d are %s apart; the kubelet retries a failed teardown with its error backoff (%s)", i+1, i+2, gap, unprepareRetryMax)
+		}
+	})
+
+	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", func(ctx context.Context) {
+		cs := f.ClientSet
+		const failures = 2
+		failing := createClaim(ctx, f, "failing", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
+			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
+		})))
+		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("teardown", failing, healthy)))
+		failing, _ = allocated(ctx, f, failing.Name, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		node := pod.Spec.NodeName
+		waitRunning(ctx, f, pod)
+
+		ginkgo.By("deleting the pod")
+		deleteAndWaitGone(ctx, f, pod, failures*unprepareRetryMax+startSlack)
+		rep, err := firstDriver.calls(ctx, cs, node, string(failing.UID))
+		framework.ExpectNoError(err)
+		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+			PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
+		}))
+		// The kubelet unprepares driver by driver in map order, stops at
+		// the first failure and forgets a claim only when all drivers
+		// succeeded: the healthy driver may be asked again after it
+		// unprepared its claim, and must answer with a no-op.
+		h, err := secondDriver.calls(ctx, cs, node, string(healthy.UID))
+		framework.ExpectNoError(err)
+		report("healthy driver's unprepare calls", "%+v", h.Summary)
+		gomega.Expect(h.Summary.PrepareCalls).To(gomega.Equal(1))
+		gomega.Expect(h.Summary.UnprepareSucceeded).To(gomega.Equal(1), "unprepared exactly once")
+		gomega.Expect(h.Summary.UnprepareFailed).To(gomega.BeZero())
+		gomega.Expect(h.Summary.UnprepareCalls).To(gomega.Equal(h.Summary.UnprepareSucceeded + h.Summary.UnprepareNoop))
+		gomega.Expect(h.Summary.UnprepareCalls).To(gomega.BeNumerically("<=", failures+1))
+	})
+})
