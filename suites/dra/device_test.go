@@ -42,7 +42,7 @@ var _ = framework.Describe("device failure while in use", framework.WithFeature(
 	// taint keeps it from every claim until repaired. Serial, and repaired
 	// in DeferCleanup.
 	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again",
-		framework.WithSerial(), framework.WithFeature(featureDeviceTaints), func(ctx context.Context) {
+		framework.WithSerial(), framework.WithFeature(featureDeviceTaints), framework.WithLabel("ci"), func(ctx context.Context) {
 			cs := f.ClientSet
 			ns := f.Namespace.Name
 			template := &resourceapi.ResourceClaimTemplate{

@@ -35,7 +35,7 @@ var _ = framework.Describe("several claims and two drivers, one failing", framew
 			"the healthy driver's claim is prepared once and unprepared once")
 	}
 
-	framework.It("names every failing device of a claim in the error the user sees, and prepares and unprepares the healthy driver's claim exactly once", func(ctx context.Context) {
+	framework.It("names every failing device of a claim in the error the user sees, and prepares and unprepares the healthy driver's claim exactly once", framework.WithLabel("ci"), func(ctx context.Context) {
 		cs := f.ClientSet
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
@@ -132,7 +132,7 @@ var _ = framework.Describe("several claims and two drivers, one failing", framew
 				"in Go map order, and drops the other claims' errors; a kubelet limitation, not a driver bug")
 	})
 
-	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", func(ctx context.Context) {
+	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", framework.WithLabel("ci"), func(ctx context.Context) {
 		cs := f.ClientSet
 		broken := createClaim(ctx, f, "broken", []request{{name: "dev", driver: firstDriver}},
 			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))

@@ -70,7 +70,7 @@ var _ = framework.Describe("NodePrepareResources failure", framework.WithFeature
 		}))
 	}
 
-	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", func(ctx context.Context) {
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", framework.WithLabel("ci"), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2, "transient")
 	})
 
