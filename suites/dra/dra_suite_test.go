@@ -68,7 +68,7 @@ var _ = ginkgo.SynchronizedAfterSuite(func(context.Context) {}, func(ctx context
 // on every node its DaemonSet runs on.
 func waitForSlices(ctx context.Context, cs clientset.Interface, d driverRef, timeout time.Duration) error {
 	var missing string
-	err := pollUntil(ctx, timeout, func() (bool, error) {
+	err := harness.PollUntil(ctx, timeout, func() (bool, error) {
 		pods, err := d.pods(ctx, cs)
 		if err != nil {
 			return false, err

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"fmt"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,25 +164,4 @@ func publishedDevices(ctx context.Context, cs clientset.Interface, driverName, n
 		}
 	}
 	return out, nil
-}
-
-// pollUntil polls done every second until it returns true, an error, or
-// timeout passes. For waits outside a spec (BeforeSuite), where gomega's
-// Eventually would report less context.
-func pollUntil(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ticker := time.NewTicker(time.Second)
-	defer ticker.Stop()
-	for {
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
 }

@@ -63,7 +63,7 @@ func (d *Deployment) Remove(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return waitFor(ctx, 2*time.Minute, func() (bool, error) {
+	return PollUntil(ctx, 2*time.Minute, func() (bool, error) {
 		_, err := cs.CoreV1().Namespaces().Get(ctx, d.Namespace, metav1.GetOptions{})
 		return err != nil, nil
 	})
@@ -73,7 +73,7 @@ func (d *Deployment) Remove(ctx context.Context) error {
 // scheduled, updated and Ready.
 func WaitForDaemonSets(ctx context.Context, cs clientset.Interface, namespace string, timeout time.Duration) error {
 	var last string
-	err := waitFor(ctx, timeout, func() (bool, error) {
+	err := PollUntil(ctx, timeout, func() (bool, error) {
 		list, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err
@@ -103,7 +103,10 @@ func daemonSetReady(ds *appsv1.DaemonSet) bool {
 		s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberReady == s.DesiredNumberScheduled
 }
 
-func waitFor(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+// PollUntil polls done every second until it returns true, an error, or timeout
+// passes. For waits outside a spec (suite setup), where gomega's Eventually is
+// not available.
+func PollUntil(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	ticker := time.NewTicker(time.Second)
