@@ -19,6 +19,9 @@ const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
     <testcase name="[It] dra permanent failure fails the pod" classname="x" status="skipped" time="0.1">
       <skipped message="skipped - KEP-5322 not in this kubelet"></skipped>
     </testcase>
+    <testcase name="[It] dra left out by the label filter" classname="x" status="skipped" time="0">
+      <skipped message="skipped"></skipped>
+    </testcase>
     <testcase name="[It] nri failure policy" classname="x" status="pending" time="0">
       <skipped message="pending"></skipped>
     </testcase>
@@ -56,5 +59,8 @@ func TestReadAndWrite(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("report lacks %q:\n%s", want, out.String())
 		}
+	}
+	if strings.Contains(out.String(), "left out") {
+		t.Errorf("a spec the filter left out is not a result:\n%s", out.String())
 	}
 }
