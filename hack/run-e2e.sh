@@ -15,7 +15,7 @@ usage() {
 usage: hack/run-e2e.sh [flags] [-- extra suite flags]
 
   --suite dra|cri|nri|all       suites to run (default: all); repeatable or comma-separated
-  --runtime containerd          node runtime (default: containerd)
+  --runtime containerd|crio     node runtime (default: containerd)
   --focus REGEX                 Ginkgo --focus
   --label-filter EXPR           Ginkgo --label-filter (e.g. smoke, '!Slow')
   --procs N                     parallel Ginkgo processes (default: 4; Serial specs run alone)
@@ -75,8 +75,10 @@ for s in "${suites[@]}"; do
 done
 case $runtime in
   containerd) ;;
-  crio|cri-o|all) die "runtime '$runtime' is not supported yet: only containerd (CRI-O comes with the CRI-O cluster variant)" ;;
-  *) die "unknown runtime '$runtime' (want containerd)" ;;
+  crio|cri-o) runtime=crio
+    [[ -z $containerd_src ]] || die "--containerd-src is for --runtime containerd" ;;
+  all) die "runtime 'all' is not supported yet: run --runtime containerd and --runtime crio one after the other" ;;
+  *) die "unknown runtime '$runtime' (want containerd or crio)" ;;
 esac
 [[ $procs =~ ^[1-9][0-9]*$ ]] || die "--procs wants a positive number, got '$procs'"
 if [[ -n $kubeconfig ]]; then
@@ -130,6 +132,22 @@ ensure_host_packages() {
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 }
 
+# ensure_host_libraries PACKAGE...: installs (Debian) the -dev packages that are not installed.
+ensure_host_libraries() {
+  local missing=() pkg
+  for pkg in "$@"; do
+    dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
+  done
+  [[ ${#missing[@]} -eq 0 ]] && return 0
+  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
+    say "ERROR: missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}) or pass --node-image"
+    return 1
+  fi
+  say "installing ${missing[*]}"
+  apt-get update -qq >/dev/null 2>&1 || say "apt-get update reported errors; trying the install anyway"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
 # --- cleanup: whatever happens, leave nothing running that we started ---------
 engine_started=false cluster_created=false run_failed=false
 faultline=$repo_root/_output/bin/faultline
@@ -165,7 +183,11 @@ if [[ -z $kubeconfig ]]; then
   if [[ -z $node_image ]]; then
     # debootstrap makes the node's root filesystem; containerd builds with cgo.
     run_stage "ensure build tools" ensure_host_packages debootstrap:debootstrap gcc:gcc || exit 1
-    build_args=(--repo-root "$repo_root")
+    if [[ $runtime == crio ]]; then
+      # CRI-O builds with cgo against libseccomp and gpgme.
+      run_stage "ensure build libraries" ensure_host_libraries libseccomp-dev libgpgme-dev pkg-config || exit 1
+    fi
+    build_args=(--repo-root "$repo_root" --runtime "$runtime")
     [[ -n $kubernetes_src ]] && build_args+=(--kubernetes-src "$kubernetes_src")
     [[ -n $containerd_src ]] && build_args+=(--containerd-src "$containerd_src")
     node_image_file=$artifacts/node-image.txt

@@ -8,13 +8,16 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
+	"sigs.k8s.io/kind/pkg/cluster/nodes"
 	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/kind/pkg/cmd"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
@@ -24,10 +27,16 @@ import (
 //go:embed configs/containerd.yaml
 var containerdConfig []byte
 
+//go:embed configs/crio.yaml
+var crioConfig []byte
+
+// CRIOSocket is where CRI-O serves the CRI in faultline's crio nodes.
+const CRIOSocket = "unix:///var/run/crio/crio.sock"
+
 // Settings are what one run chooses on top of the checked-in config.
 type Settings struct {
 	Name      string
-	Runtime   string // containerd (cri-o comes later)
+	Runtime   string // containerd (the default) or crio
 	NodeImage string
 	// RuntimeRequestTimeout is the kubelet's runtimeRequestTimeout: how long it
 	// waits for a CRI call (RunPodSandbox gets twice that). 0 keeps the default.
@@ -48,8 +57,10 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	switch s.Runtime {
 	case "", "containerd":
 		raw = containerdConfig
+	case "crio":
+		raw = crioConfig
 	default:
-		return nil, fmt.Errorf("unknown runtime %q (known: containerd)", s.Runtime)
+		return nil, fmt.Errorf("unknown runtime %q (known: containerd, crio)", s.Runtime)
 	}
 	cfg := &v1alpha4.Cluster{}
 	if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
@@ -58,7 +69,17 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	if kubelet := kubeletPatch(s); kubelet != "" {
 		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubelet)
 	}
-	if nri := nriPatch(s); nri != "" {
+	if s.Runtime == "crio" {
+		// kind patches /etc/containerd/config.toml only; a crio node gets its run
+		// settings as a CRI-O drop-in mounted from the host (written by Create).
+		if crioRunConfig(s) != "" {
+			for i := range cfg.Nodes {
+				cfg.Nodes[i].ExtraMounts = append(cfg.Nodes[i].ExtraMounts, v1alpha4.Mount{
+					HostPath: crioRunConfigPath(s.Name), ContainerPath: "/etc/crio/crio.conf.d/20-faultline-run.conf", Readonly: true,
+				})
+			}
+		}
+	} else if nri := nriPatch(s); nri != "" {
 		cfg.ContainerdConfigPatches = append(cfg.ContainerdConfigPatches, nri)
 	}
 	for i := range cfg.Nodes {
@@ -96,6 +117,31 @@ func nriPatch(s Settings) string {
 	return "[plugins.'io.containerd.nri.v1.nri']\n" + strings.Join(lines, "\n") + "\n"
 }
 
+// crioRunConfig is the CRI-O drop-in with the run's NRI timeouts ("" if none).
+func crioRunConfig(s Settings) string {
+	var lines []string
+	if s.NRIRequestTimeout > 0 {
+		lines = append(lines, fmt.Sprintf("nri_plugin_request_timeout = %q", s.NRIRequestTimeout.String()))
+	}
+	if s.NRIRegistrationTimeout > 0 {
+		lines = append(lines, fmt.Sprintf("nri_plugin_registration_timeout = %q", s.NRIRegistrationTimeout.String()))
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "# faultline: this run's settings (clusters/kindcluster)\n[crio.nri]\n" + strings.Join(lines, "\n") + "\n"
+}
+
+// crioRunConfigPath is where the host keeps a cluster's CRI-O drop-in; it must
+// live as long as the cluster (its nodes mount it).
+func crioRunConfigPath(cluster string) string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		dir = os.TempDir()
+	}
+	return filepath.Join(dir, "faultline", "clusters", cluster, "crio-run.conf")
+}
+
 // HostIsCgroupV1 reports whether this host mounts cgroup v1 (no unified hierarchy at the root).
 func HostIsCgroupV1() bool {
 	_, err := os.Stat("/sys/fs/cgroup/cgroup.controllers")
@@ -112,6 +158,15 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	cfg, err := Config(s)
 	if err != nil {
 		return err
+	}
+	if content := crioRunConfig(s); s.Runtime == "crio" && content != "" {
+		path := crioRunConfigPath(s.Name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			return err
+		}
 	}
 	deadline := time.Now().Add(wait)
 	done := make(chan error, 1)
@@ -161,7 +216,11 @@ func WriteKubeconfig(name, path string) error {
 
 // Delete deletes the cluster; a missing cluster is not an error.
 func Delete(name, kubeconfigPath string) error {
-	return provider().Delete(name, kubeconfigPath)
+	if err := provider().Delete(name, kubeconfigPath); err != nil {
+		return err
+	}
+	// the CRI-O drop-in its nodes mounted, if any
+	return os.RemoveAll(filepath.Dir(crioRunConfigPath(name)))
 }
 
 // ExportLogs collects the nodes' logs (journal, containers, pods) into dir.
@@ -169,13 +228,15 @@ func ExportLogs(name, dir string) error {
 	return provider().CollectLogs(name, dir)
 }
 
-// LoadImages copies local Docker images into every node's runtime.
+// LoadImages copies local Docker images into every node's runtime: containerd's
+// store through kind (ctr import), or, on a node that runs CRI-O, its
+// containers/storage through skopeo.
 func LoadImages(ctx context.Context, name string, images ...string) error {
-	nodes, err := provider().ListInternalNodes(name)
+	nodeList, err := provider().ListInternalNodes(name)
 	if err != nil {
 		return err
 	}
-	if len(nodes) == 0 {
+	if len(nodeList) == 0 {
 		return fmt.Errorf("cluster %q has no nodes", name)
 	}
 	var archive bytes.Buffer
@@ -186,9 +247,35 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 	if err := save.Run(); err != nil {
 		return fmt.Errorf("docker save %v: %v: %s", images, err, stderr.String())
 	}
-	for _, node := range nodes {
-		if err := nodeutils.LoadImageArchive(node, bytes.NewReader(archive.Bytes())); err != nil {
+	for _, node := range nodeList {
+		load := nodeutils.LoadImageArchive
+		if nodeRunsCRIO(node) {
+			load = func(n nodes.Node, r io.Reader) error { return loadIntoCRIO(n, r, images) }
+		}
+		if err := load(node, bytes.NewReader(archive.Bytes())); err != nil {
 			return fmt.Errorf("load %v into node %s: %w", images, node.String(), err)
+		}
+	}
+	return nil
+}
+
+// nodeRunsCRIO reports whether the node serves CRI-O's socket.
+func nodeRunsCRIO(node nodes.Node) bool {
+	return node.Command("test", "-S", strings.TrimPrefix(CRIOSocket, "unix://")).Run() == nil
+}
+
+// loadIntoCRIO copies a docker save archive into the node and has skopeo put
+// each image of it into CRI-O's containers/storage (CRI-O sees it at once).
+func loadIntoCRIO(node nodes.Node, archive io.Reader, images []string) error {
+	const tmp = "/var/tmp/faultline-images.tar"
+	if err := node.Command("sh", "-c", "cat > "+tmp).SetStdin(archive).Run(); err != nil {
+		return fmt.Errorf("copy the archive into the node: %w%s", err, commandOutput(err))
+	}
+	defer node.Command("rm", "-f", tmp).Run() //nolint:errcheck // best effort cleanup
+	for _, ref := range images {
+		copyImage := node.Command("skopeo", "copy", "--quiet", "docker-archive:"+tmp+":"+ref, "containers-storage:"+ref)
+		if err := copyImage.Run(); err != nil {
+			return fmt.Errorf("skopeo copy %s: %w%s", ref, err, commandOutput(err))
 		}
 	}
 	return nil

@@ -20,6 +20,13 @@ var basePackages = []string{
 	"util-linux", "procps", "ca-certificates", "e2fsprogs",
 }
 
+// runtimePackages are what a runtime's node needs beyond basePackages: CRI-O runs
+// containers through conmon, and its images are loaded with skopeo (which brings
+// containers-common: /etc/containers/policy.json and registries.conf).
+var runtimePackages = map[string][]string{
+	RuntimeCRIO: {"conmon", "skopeo"},
+}
+
 // units that have no work to do inside a container and only slow the boot or fail.
 var maskedUnits = []string{
 	"getty.target", "console-getty.service", "systemd-udevd.service", "systemd-udev-trigger.service",
@@ -34,8 +41,12 @@ type base struct {
 	Packages []string
 }
 
-func baseSpec(pins versions.Pins) base {
-	return base{Suite: pins.Get("DEBIAN_SUITE"), Packages: basePackages}
+func baseSpec(pins versions.Pins, runtime string) base {
+	packages := basePackages
+	if extra := runtimePackages[runtime]; len(extra) > 0 {
+		packages = append(append([]string{}, basePackages...), extra...)
+	}
+	return base{Suite: pins.Get("DEBIAN_SUITE"), Packages: packages}
 }
 
 func (b base) key() string {

@@ -19,6 +19,7 @@ import (
 type Options struct {
 	Pins     versions.Pins
 	Sources  Sources
+	Runtime  string // containerd (the default) or crio
 	CacheDir string // binaries, throwaway modules and logs live here
 	RepoRoot string // faultline's checkout, for the binaries it builds itself (pause)
 	// DebianMirror for debootstrap; empty means the one apt uses on this host.
@@ -42,6 +43,9 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("no cache directory given")
 	}
+	if _, err := RuntimeComponents(opts.Runtime, opts.Pins, opts.Sources); err != nil {
+		return nil, err
+	}
 	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {
 		if dir == "" {
 			continue
@@ -62,12 +66,16 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	var plan Plan
 	keys := map[string]string{}
 	// The base first: debootstrap waits on the network while nothing else runs.
-	base := baseSpec(b.Pins)
+	base := baseSpec(b.Pins, b.runtime())
 	baseKey := base.key()
 	keys["base"] = baseKey
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepBaseImage, Name: "base", Key: baseKey,
 		Output: "faultline/base:" + b.Pins.Get("DEBIAN_SUITE") + "-" + baseKey}))
-	for _, c := range Components(b.Pins, b.Sources) {
+	components, err := RuntimeComponents(b.runtime(), b.Pins, b.Sources)
+	if err != nil {
+		return Plan{}, err
+	}
+	for _, c := range components {
 		sourceID := ""
 		if c.Source != "" {
 			id, err := sourceIdentity(ctx, c.Source)
@@ -90,11 +98,56 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
 	}
-	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, b.Pins.String(), b.goVersion
+	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, pinsFor(b.Pins, b.runtime()).String(), b.goVersion
+	if b.runtime() == RuntimeCRIO {
+		// Only crio nodes get these parts; the containerd key keeps its old inputs.
+		crioFilesKey, err := runtimeFilesKey(RuntimeCRIO)
+		if err != nil {
+			return Plan{}, err
+		}
+		var restrictKeys []string
+		for _, dir := range []string{"cmd/runc-restrict", "clusters/engine/capfilter"} {
+			k, err := dirKey(filepath.Join(b.RepoRoot, dir))
+			if err != nil {
+				return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
+			}
+			restrictKeys = append(restrictKeys, k)
+		}
+		restrictKey := strings.Join(restrictKeys, "+")
+		keys["runtime"], keys["files/crio"], keys["restrict"] = RuntimeCRIO, crioFilesKey, restrictKey
+	}
 	nodeKey := hashKey(keys)
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
-		Output: fmt.Sprintf("faultline/node-containerd:%s-%s", b.Pins.Kubernetes(), nodeKey)}))
+		Output: fmt.Sprintf("faultline/node-%s:%s-%s", b.runtime(), b.Pins.Kubernetes(), nodeKey)}))
 	return plan, nil
+}
+
+func (b *Builder) runtime() string {
+	if b.Runtime == "" {
+		return RuntimeContainerd
+	}
+	return b.Runtime
+}
+
+// runtimeVersionPins are the pins only one runtime's node depends on.
+var runtimeVersionPins = map[string]string{
+	RuntimeContainerd: "CONTAINERD_VERSION",
+	RuntimeCRIO:       "CRIO_VERSION",
+}
+
+// pinsFor leaves out the other runtimes' version pins, so that bumping CRI-O
+// does not rebuild the containerd node image (and the other way round).
+func pinsFor(pins versions.Pins, runtime string) versions.Pins {
+	out := versions.Pins{}
+	for k, v := range pins {
+		out[k] = v
+	}
+	for r, pin := range runtimeVersionPins {
+		if r != runtime {
+			delete(out, pin)
+		}
+	}
+	return out
 }
 
 func (b *Builder) cachedStep(s Step) Step {
@@ -120,7 +173,11 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 	plan.Print(b.Log)
 	bins := map[string]string{}
 	components := map[string]GoComponent{}
-	for _, c := range Components(b.Pins, b.Sources) {
+	all, err := RuntimeComponents(b.runtime(), b.Pins, b.Sources)
+	if err != nil {
+		return "", err
+	}
+	for _, c := range all {
 		components[c.Name] = c
 	}
 	var baseRef string
@@ -135,7 +192,7 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 		case StepBaseImage:
 			baseRef = s.Output
 			if !s.Cached {
-				err = b.buildBase(ctx, baseSpec(b.Pins), s.Output)
+				err = b.buildBase(ctx, baseSpec(b.Pins, b.runtime()), s.Output)
 			}
 		case StepNodeImage:
 			if !s.Cached {
@@ -156,14 +213,14 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 // binaries into out only when all of them built, so a half build is never cached.
 func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string) error {
 	modDir := filepath.Join(b.CacheDir, "modules", c.Name)
-	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source}
-	env := []string{"GOFLAGS=-mod=mod"}
+	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source, Replaces: c.Replaces}
+	env := append([]string{"GOFLAGS=-mod=mod"}, c.Env...)
 	if c.StagingReplaces {
 		replaces, err := kubernetesStagingReplaces(ctx, c)
 		if err != nil {
 			return err
 		}
-		mod.Replaces = replaces
+		mod.Replaces = append(mod.Replaces, replaces...)
 	}
 	fmt.Fprintf(b.Log, "building %s %s (%s)\n", c.Name, describeSource(c), strings.Join(c.Binaries(), ", "))
 	if err := mod.Write(modDir, strings.TrimPrefix(b.goVersion, "go"), c.Packages, env); err != nil {
@@ -196,6 +253,11 @@ func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string)
 			return err
 		}
 	}
+	if len(c.CPrograms) > 0 {
+		if err := b.buildCPrograms(ctx, c, modDir, tmp, env); err != nil {
+			return err
+		}
+	}
 	for _, name := range c.Binaries() {
 		if _, err := os.Stat(filepath.Join(tmp, name)); err != nil {
 			return fmt.Errorf("expected binary %s missing after the build", name)
@@ -203,6 +265,30 @@ func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string)
 	}
 	_ = os.RemoveAll(out)
 	return os.Rename(tmp, out)
+}
+
+// buildCPrograms compiles the component's C programs, statically, from the
+// module's tree as the throwaway module resolved it.
+func (b *Builder) buildCPrograms(ctx context.Context, c GoComponent, modDir, out string, env []string) error {
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", c.Module)
+	list.Dir = modDir
+	list.Env = append(os.Environ(), env...)
+	dirOut, err := list.Output()
+	if err != nil {
+		return fmt.Errorf("go list -m %s: %v", c.Module, err)
+	}
+	moduleDir := strings.TrimSpace(string(dirOut))
+	for _, name := range sortedKeys(c.CPrograms) {
+		sources, err := filepath.Glob(filepath.Join(moduleDir, c.CPrograms[name], "*.c"))
+		if err != nil || len(sources) == 0 {
+			return fmt.Errorf("%s: no C sources in %s", name, filepath.Join(moduleDir, c.CPrograms[name]))
+		}
+		args := append([]string{"-std=c99", "-Os", "-Wall", "-static", "-s", "-o", filepath.Join(out, name)}, sources...)
+		if err := b.runLogged(exec.CommandContext(ctx, "cc", args...), "cc-"+name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func describeSource(c GoComponent) string {

@@ -2,10 +2,21 @@ package nodeimage
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/clusters/gomod"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
+
+// Runtimes a node image can be built for.
+const (
+	RuntimeContainerd = "containerd"
+	RuntimeCRIO       = "crio"
+)
+
+// Runtimes lists the known runtimes.
+var Runtimes = []string{RuntimeContainerd, RuntimeCRIO}
 
 // GoComponent is a set of binaries built from one Go module at a pinned version,
 // or from a local source tree that stands in for it.
@@ -24,6 +35,13 @@ type GoComponent struct {
 	// StagingReplaces: the module is k8s.io/kubernetes and needs its staging
 	// modules replaced by their published tags (or the local tree's staging dir).
 	StagingReplaces bool
+	// Replaces are extra replace directives of the throwaway module, and Env extra
+	// environment of its go commands (both part of the key only when set).
+	Replaces []gomod.Replace
+	Env      []string
+	// CPrograms are C programs in the module's tree built beside the Go binaries
+	// (CRI-O's pinns): binary name => directory of its .c files, relative to the module.
+	CPrograms map[string]string
 }
 
 // Binaries returns the names of the binaries the component produces.
@@ -35,6 +53,9 @@ func (c GoComponent) Binaries() []string {
 	for i, p := range c.Packages {
 		names[i] = p[strings.LastIndex(p, "/")+1:]
 	}
+	for _, name := range sortedKeys(c.CPrograms) {
+		names = append(names, name)
+	}
 	return names
 }
 
@@ -42,6 +63,58 @@ func (c GoComponent) Binaries() []string {
 type Sources struct {
 	Kubernetes string
 	Containerd string
+}
+
+// RuntimeComponents returns the Go components a node image of that runtime needs:
+// the runtime's own, then etcd, CoreDNS and Kubernetes.
+func RuntimeComponents(runtime string, pins versions.Pins, src Sources) ([]GoComponent, error) {
+	switch runtime {
+	case "", RuntimeContainerd:
+		return Components(pins, src), nil
+	case RuntimeCRIO:
+		// Everything but containerd, with CRI-O in its place.
+		out := []GoComponent{crioComponent(pins)}
+		for _, c := range Components(pins, src) {
+			if c.Name != "containerd" {
+				out = append(out, c)
+			}
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("unknown runtime %q (known: %s)", runtime, strings.Join(Runtimes, ", "))
+}
+
+// crioComponent builds CRI-O's daemon. CRI-O's go.mod requires k8s.io/cri-api,
+// cri-client and cri-streaming at v0.36.0-rc.0; the proxy serves no zips of the
+// latter two at that version, and cri-api v0.36.3 changed a type CRI-O uses, hence
+// the replaces; the checksum database has no rc.0 entries (GONOSUMDB).
+func crioComponent(pins versions.Pins) GoComponent {
+	v := pins.Get("CRIO_VERSION")
+	return GoComponent{
+		Name:     "crio",
+		Module:   "github.com/cri-o/cri-o",
+		Version:  v,
+		Packages: []string{"github.com/cri-o/cri-o/cmd/crio"},
+		CGO:      true,
+		Tags:     []string{"containers_image_openpgp", "seccomp", "exclude_graphdriver_btrfs", "exclude_graphdriver_devicemapper"},
+		Replaces: []gomod.Replace{
+			{Old: "k8s.io/cri-api", New: "k8s.io/cri-api", Version: "v0.36.0-rc.0"},
+			{Old: "k8s.io/cri-client", New: "k8s.io/cri-client", Version: "v0.36.3"},
+			{Old: "k8s.io/cri-streaming", New: "k8s.io/cri-streaming", Version: "v0.36.3"},
+		},
+		Env: []string{"GONOSUMDB=k8s.io"},
+		// CRI-O pins a pod's namespaces with pinns, a small static C program.
+		CPrograms: map[string]string{"pinns": "pinns/src"},
+	}
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // Components returns the Go components a containerd node image needs.

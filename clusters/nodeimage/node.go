@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 )
@@ -28,6 +29,14 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 	}
 	bins["pause"] = pauseDir
 
+	if b.runtime() == RuntimeCRIO {
+		restrictDir := filepath.Join(work, "restrict-bin")
+		if err := b.buildLocalCommand(ctx, "runc-restrict", restrictDir); err != nil {
+			return err
+		}
+		bins["runc-restrict"] = restrictDir
+	}
+
 	images := ControlPlaneImages(b.Pins)
 	var refs []string
 	for _, img := range images {
@@ -36,9 +45,18 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 		}
 		refs = append(refs, img.Ref)
 	}
-	archive := filepath.Join(work, "images.tar")
-	if err := b.runLogged(exec.CommandContext(ctx, "docker", append([]string{"save", "-o", archive}, refs...)...), "docker-save"); err != nil {
-		return err
+	var archive, imagesDir string
+	if b.runtime() == RuntimeCRIO {
+		// One archive per image, loaded into CRI-O's store when the node boots.
+		imagesDir = filepath.Join(work, "images")
+		if err := saveImageArchives(ctx, b, imagesDir, images); err != nil {
+			return err
+		}
+	} else {
+		archive = filepath.Join(work, "images.tar")
+		if err := b.runLogged(exec.CommandContext(ctx, "docker", append([]string{"save", "-o", archive}, refs...)...), "docker-save"); err != nil {
+			return err
+		}
 	}
 
 	container := "faultline-node-build-" + strings.ReplaceAll(filepath.Base(work), "node-build-", "")
@@ -52,7 +70,12 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 	if err := b.copyNodeFiles(ctx, container, bins); err != nil {
 		return err
 	}
-	if err := b.preloadImages(ctx, container, archive, refs); err != nil {
+	if b.runtime() == RuntimeCRIO {
+		cp := exec.CommandContext(ctx, "docker", "cp", imagesDir, container+":/kind/images")
+		if err := b.runLogged(cp, "docker-cp-images"); err != nil {
+			return err
+		}
+	} else if err := b.preloadImages(ctx, container, archive, refs); err != nil {
 		return err
 	}
 	commit := exec.CommandContext(ctx, "docker", "commit",
@@ -60,16 +83,40 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 		"--change", `CMD ["/sbin/init"]`,
 		"--change", "ENV container=docker",
 		"--change", "LABEL io.faultline.kubernetes-version="+b.Pins.Kubernetes(),
+		"--change", "LABEL io.faultline.runtime="+b.runtime(),
 		container, ref)
 	return b.runLogged(commit, "docker-commit-node")
 }
 
 // buildPause compiles faultline's own pause binary from this checkout.
 func (b *Builder) buildPause(ctx context.Context, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(out, "pause"), "./cmd/pause")
+	return b.buildLocalCommand(ctx, "pause", out)
+}
+
+// buildLocalCommand compiles one of faultline's own commands (cmd/<name>), static.
+func (b *Builder) buildLocalCommand(ctx context.Context, name, out string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(out, name), "./cmd/"+name)
 	cmd.Dir = b.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-	return b.runLogged(cmd, "go-build-pause")
+	return b.runLogged(cmd, "go-build-"+name)
+}
+
+// saveImageArchives writes one docker save archive per image into dir, and
+// images.list ("<archive> <reference>" per line) for the node's crio-preload.
+func saveImageArchives(ctx context.Context, b *Builder, dir string, images []ControlPlaneImage) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var list strings.Builder
+	for _, img := range images {
+		name := img.Binary + ".tar"
+		save := exec.CommandContext(ctx, "docker", "save", "-o", filepath.Join(dir, name), img.Ref)
+		if err := b.runLogged(save, "docker-save-"+img.Binary); err != nil {
+			return err
+		}
+		fmt.Fprintf(&list, "%s %s\n", name, img.Ref)
+	}
+	return os.WriteFile(filepath.Join(dir, "images.list"), []byte(list.String()), 0o644)
 }
 
 // buildControlPlaneImage makes a one-binary image named exactly as kubeadm expects.
@@ -99,21 +146,43 @@ func (b *Builder) buildControlPlaneImage(ctx context.Context, work, baseRef, bin
 func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[string]string) error {
 	extras := []extraFile{
 		{Path: "kind/version", Mode: 0o644, Content: []byte(b.Pins.Kubernetes() + "\n")},
-		{Path: "etc/systemd/system/multi-user.target.wants/containerd.service", Link: "/etc/systemd/system/containerd.service"},
-		{Path: "etc/systemd/system/multi-user.target.wants/kubelet.service", Link: "/etc/systemd/system/kubelet.service"},
+	}
+	var units []string
+	var runtimeBins map[string][]string // component => binaries into /usr/local/bin
+	switch b.runtime() {
+	case RuntimeCRIO:
+		units = []string{"crio.service", "crio-preload.service", "kubelet.service"}
+		runtimeBins = map[string][]string{"crio": {"crio", "pinns"}, "runc-restrict": {"runc-restrict"}}
+	default:
+		units = []string{"containerd.service", "kubelet.service"}
+		runtimeBins = map[string][]string{"containerd": {"containerd", "containerd-shim-runc-v2", "ctr"}}
+	}
+	for _, unit := range units {
+		extras = append(extras, extraFile{Path: "etc/systemd/system/multi-user.target.wants/" + unit, Link: "/etc/systemd/system/" + unit})
 	}
 	for _, name := range []string{"kubelet", "kubeadm", "kubectl"} {
 		extras = append(extras, extraFile{Path: "usr/bin/" + name, Mode: 0o755, Source: filepath.Join(bins["kubernetes"], name)})
 	}
-	for _, name := range []string{"containerd", "containerd-shim-runc-v2", "ctr"} {
-		extras = append(extras, extraFile{Path: "usr/local/bin/" + name, Mode: 0o755, Source: filepath.Join(bins["containerd"], name)})
+	for _, component := range sortedComponentKeys(runtimeBins) {
+		for _, name := range runtimeBins[component] {
+			extras = append(extras, extraFile{Path: "usr/local/bin/" + name, Mode: 0o755, Source: filepath.Join(bins[component], name)})
+		}
 	}
 	values := nodeFileValues{PauseImage: PauseImage(b.Pins), KubernetesVersion: b.Pins.Kubernetes()}
 	reader, writer := io.Pipe()
-	go func() { writer.CloseWithError(writeNodeFilesTar(writer, values, extras)) }()
+	go func() { writer.CloseWithError(writeRuntimeNodeFilesTar(writer, b.runtime(), values, extras)) }()
 	cp := exec.CommandContext(ctx, "docker", "cp", "-", container+":/")
 	cp.Stdin = reader
 	return b.runLogged(cp, "docker-cp-node-files")
+}
+
+func sortedComponentKeys(m map[string][]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 // preloadImages starts containerd inside the build container just long enough to

@@ -19,9 +19,37 @@ import (
 //go:embed all:nodefs
 var nodeFiles embed.FS
 
+// runtimeFiles are a runtime's node files beyond nodefs (runtimes/<runtime>/...,
+// rooted at / like nodefs). A file there replaces nodefs' file of the same path.
+// They are outside nodefs so that the containerd node's key does not see them.
+//
+//go:embed all:runtimes
+var runtimeFiles embed.FS
+
+// otherRuntimeFiles are nodefs files a runtime's node leaves out (they belong to
+// containerd, nodefs' default runtime).
+var otherRuntimeFiles = map[string][]string{
+	RuntimeCRIO: {"etc/containerd/config.toml.tmpl", "etc/systemd/system/containerd.service"},
+}
+
 type nodeFileValues struct {
 	PauseImage        string
 	KubernetesVersion string
+}
+
+// runtimeFilesKey hashes a runtime's own node files.
+func runtimeFilesKey(runtime string) (string, error) {
+	parts := map[string]string{}
+	root := path.Join("runtimes", runtime)
+	err := fs.WalkDir(runtimeFiles, root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := runtimeFiles.ReadFile(p)
+		parts[p] = string(data)
+		return err
+	})
+	return hashKey(parts), err
 }
 
 // extraFile is a file the builder adds beside nodeFiles.
@@ -49,16 +77,38 @@ func nodeFilesKey() (string, error) {
 
 // writeNodeFilesTar renders the node files (plus extras) as a tar stream rooted at /.
 func writeNodeFilesTar(w io.Writer, values nodeFileValues, extras []extraFile) error {
+	return writeRuntimeNodeFilesTar(w, RuntimeContainerd, values, extras)
+}
+
+// writeRuntimeNodeFilesTar renders nodefs, less what the runtime leaves out or
+// replaces, then the runtime's own files, then extras.
+func writeRuntimeNodeFilesTar(w io.Writer, runtime string, values nodeFileValues, extras []extraFile) error {
 	tw := tar.NewWriter(w)
-	err := fs.WalkDir(nodeFiles, "nodefs", func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := nodeFiles.ReadFile(p)
+	skip := map[string]bool{}
+	for _, p := range otherRuntimeFiles[runtime] {
+		skip[p] = true
+	}
+	runtimeRoot := path.Join("runtimes", runtime)
+	var own []string
+	if runtime != RuntimeContainerd {
+		err := fs.WalkDir(runtimeFiles, runtimeRoot, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return err
+			}
+			rel := strings.TrimPrefix(p, runtimeRoot+"/")
+			skip[rel] = true
+			own = append(own, p)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		name := strings.TrimPrefix(p, "nodefs/")
+	}
+	add := func(files embed.FS, p, name string) error {
+		data, err := files.ReadFile(p)
+		if err != nil {
+			return err
+		}
 		if strings.HasSuffix(name, ".tmpl") {
 			name = strings.TrimSuffix(name, ".tmpl")
 			tmpl, err := template.New(name).Option("missingkey=error").Parse(string(data))
@@ -76,9 +126,24 @@ func writeNodeFilesTar(w io.Writer, values nodeFileValues, extras []extraFile) e
 			mode = 0o755
 		}
 		return writeTarFile(tw, extraFile{Path: name, Mode: mode, Content: data})
+	}
+	err := fs.WalkDir(nodeFiles, "nodefs", func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := strings.TrimPrefix(p, "nodefs/")
+		if skip[name] {
+			return nil
+		}
+		return add(nodeFiles, p, name)
 	})
 	if err != nil {
 		return err
+	}
+	for _, p := range own {
+		if err := add(runtimeFiles, p, strings.TrimPrefix(p, runtimeRoot+"/")); err != nil {
+			return err
+		}
 	}
 	for _, f := range extras {
 		if err := writeTarFile(tw, f); err != nil {

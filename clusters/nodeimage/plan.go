@@ -95,7 +95,7 @@ func hashKey(parts map[string]string) string {
 // componentKey covers everything that changes a component's binaries.
 // sourceID identifies a local source tree's state ("" for a pinned module).
 func componentKey(c GoComponent, goVersion, sourceID string) string {
-	return hashKey(map[string]string{
+	parts := map[string]string{
 		"name":     c.Name,
 		"module":   c.Module,
 		"version":  c.Version,
@@ -106,5 +106,24 @@ func componentKey(c GoComponent, goVersion, sourceID string) string {
 		"tags":     strings.Join(c.Tags, ","),
 		"ldflags":  strings.Join(c.LDFlags, " "),
 		"go":       goVersion,
-	})
+	}
+	// Only when set, so that the keys of components without them stay as they were.
+	if len(c.Replaces) > 0 {
+		var rs []string
+		for _, r := range c.Replaces {
+			rs = append(rs, r.String())
+		}
+		parts["replaces"] = strings.Join(rs, ";")
+	}
+	if len(c.Env) > 0 {
+		parts["env"] = strings.Join(c.Env, " ")
+	}
+	if len(c.CPrograms) > 0 {
+		var ps []string
+		for _, name := range sortedKeys(c.CPrograms) {
+			ps = append(ps, name+"="+c.CPrograms[name])
+		}
+		parts["cprograms"] = strings.Join(ps, ",")
+	}
+	return hashKey(parts)
 }

@@ -156,3 +156,123 @@ func TestNodeFilesRender(t *testing.T) {
 		t.Error("templates must be rendered, not copied")
 	}
 }
+
+func withPins(change map[string]string) func(*Options) {
+	return func(o *Options) {
+		pins := versions.Pins{}
+		for k, v := range o.Pins {
+			pins[k] = v
+		}
+		for k, v := range change {
+			if v == "" {
+				delete(pins, k)
+			} else {
+				pins[k] = v
+			}
+		}
+		o.Pins = pins
+	}
+}
+
+func crio(o *Options) { o.Runtime = RuntimeCRIO }
+
+func both(fs ...func(*Options)) func(*Options) {
+	return func(o *Options) {
+		for _, f := range fs {
+			f(o)
+		}
+	}
+}
+
+// The containerd node image is cached: adding the CRI-O variant (its pin, its
+// files, its runtime option) must not change its key.
+func TestContainerdNodeKeyIgnoresCRIO(t *testing.T) {
+	withoutPin := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": ""})))
+	current := mustPlan(t, testBuilder(fakeCache{}, nil))
+	explicit := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = RuntimeContainerd }))
+	bumped := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": "v1.99.0"})))
+	for _, p := range []Plan{current, explicit, bumped} {
+		if !reflect.DeepEqual(p.Steps, withoutPin.Steps) {
+			t.Fatalf("containerd plan depends on CRI-O:\n%+v\nwant\n%+v", p.Steps, withoutPin.Steps)
+		}
+	}
+}
+
+func TestCRIOPlan(t *testing.T) {
+	containerd := mustPlan(t, testBuilder(fakeCache{}, nil))
+	p := mustPlan(t, testBuilder(everything(containerd), crio))
+	// etcd, CoreDNS and Kubernetes are shared with the containerd node; the base
+	// differs (conmon, skopeo), and CRI-O replaces containerd.
+	if got, want := p.ToRun(), []string{"base", "crio", "node"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("crio ToRun with a warm containerd cache = %v, want %v", got, want)
+	}
+	if !strings.HasPrefix(p.NodeImage(), "faultline/node-crio:v1.36.3-") {
+		t.Fatalf("node image = %s", p.NodeImage())
+	}
+	for _, s := range p.Steps {
+		if s.Name == "containerd" {
+			t.Fatal("a crio node must not build containerd")
+		}
+	}
+	// A CRI-O bump rebuilds CRI-O and the crio node only; a containerd bump nothing.
+	bumped := mustPlan(t, testBuilder(everything(p), both(crio, withPins(map[string]string{"CRIO_VERSION": "v1.36.9"}))))
+	if got, want := bumped.ToRun(), []string{"crio", "node"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("after a CRI-O bump ToRun = %v, want %v", got, want)
+	}
+	other := mustPlan(t, testBuilder(everything(p), both(crio, withPins(map[string]string{"CONTAINERD_VERSION": "v2.9.9"}))))
+	if got := other.ToRun(); len(got) != 0 {
+		t.Fatalf("a containerd bump rebuilds %v of the crio node", got)
+	}
+}
+
+func TestCRIOComponent(t *testing.T) {
+	components, err := RuntimeComponents(RuntimeCRIO, versions.Default(), Sources{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := components[0]
+	if c.Name != "crio" || c.Module != "github.com/cri-o/cri-o" || c.Version != versions.Default().Get("CRIO_VERSION") || !c.CGO {
+		t.Fatalf("crio component = %+v", c)
+	}
+	if got, want := c.Binaries(), []string{"crio", "pinns"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("binaries = %v, want %v", got, want)
+	}
+	var replaces []string
+	for _, r := range c.Replaces {
+		replaces = append(replaces, r.String())
+	}
+	for _, want := range []string{"k8s.io/cri-api => k8s.io/cri-api v0.36.0-rc.0", "k8s.io/cri-client => k8s.io/cri-client v0.36.3", "k8s.io/cri-streaming => k8s.io/cri-streaming v0.36.3"} {
+		if !strings.Contains(strings.Join(replaces, "\n"), want) {
+			t.Errorf("replaces lack %q: %v", want, replaces)
+		}
+	}
+	if _, err := RuntimeComponents("rkt", versions.Default(), Sources{}); err == nil {
+		t.Error("unknown runtime accepted")
+	}
+}
+
+func TestCRIONodeFilesRender(t *testing.T) {
+	var buf strings.Builder
+	err := writeRuntimeNodeFilesTar(&buf, RuntimeCRIO, nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tarText := buf.String()
+	for _, want := range []string{
+		"etc/crio/crio.conf.d/10-faultline.conf", `pause_image = "registry.k8s.io/pause:3.10.2"`,
+		`cgroup_manager = "systemd"`, "enable_nri = true", `nri_listen = "/var/run/nri/nri.sock"`,
+		`runtime_path = "/usr/local/bin/runc-restrict"`, "nri_enable_default_validator = true", "runtime-endpoint: unix:///var/run/crio/crio.sock",
+		"etc/systemd/system/crio.service", "usr/local/bin/crio-preload", "usr/local/bin/entrypoint",
+		`unqualified-search-registries = ["docker.io"]`,
+		"etc/cni/net.d/10-faultline.conflist",
+	} {
+		if !strings.Contains(tarText, want) {
+			t.Errorf("crio node files lack %q", want)
+		}
+	}
+	for _, unwanted := range []string{"etc/containerd/config.toml", "etc/systemd/system/containerd.service", "unix:///run/containerd/containerd.sock", "{{"} {
+		if strings.Contains(tarText, unwanted) {
+			t.Errorf("crio node files contain %q", unwanted)
+		}
+	}
+}

@@ -15,6 +15,7 @@ func init() {
 	register("build-node-image", "build (or reuse) the kind node image from the pinned versions; prints its reference",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var opts nodeimage.Options
+			fs.StringVar(&opts.Runtime, "runtime", "containerd", "container runtime of the node: containerd or crio")
 			fs.StringVar(&opts.CacheDir, "cache-dir", defaultCacheDir(), "where built binaries, throwaway modules and build logs are kept")
 			fs.StringVar(&opts.RepoRoot, "repo-root", ".", "faultline checkout (for binaries built from it)")
 			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")

@@ -165,3 +165,53 @@ func Rewrite(data []byte, drop []string) ([]byte, bool, error) {
 	out, err := json.Marshal(doc)
 	return out, true, err
 }
+
+// ClampOOMScoreAdjFile raises process.oomScoreAdj in an OCI config.json (or the
+// top-level oomScoreAdj of a process.json) to at least min. Lowering a process's
+// oom_score_adj below its parent's needs CAP_SYS_RESOURCE; without it runc fails
+// ("can't get final child's PID from pipe: EOF"). containerd has
+// restrict_oom_score_adj for this; CRI-O has no equivalent, so its nodes run runc
+// through a wrapper that calls this.
+func ClampOOMScoreAdjFile(path string, min int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, changed, err := ClampOOMScoreAdj(data, min)
+	if err != nil || !changed {
+		return err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, info.Mode().Perm())
+}
+
+// ClampOOMScoreAdj is ClampOOMScoreAdjFile on bytes; it reports whether it changed anything.
+func ClampOOMScoreAdj(data []byte, min int) ([]byte, bool, error) {
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, false, err
+	}
+	process := doc
+	if p, ok := doc["process"].(map[string]any); ok {
+		process = p
+	}
+	adj, ok := process["oomScoreAdj"].(float64)
+	if !ok || int(adj) >= min {
+		return data, false, nil
+	}
+	process["oomScoreAdj"] = min
+	out, err := json.Marshal(doc)
+	return out, true, err
+}
+
+// OwnOOMScoreAdj reads this process's oom_score_adj.
+func OwnOOMScoreAdj() (int, error) {
+	data, err := os.ReadFile("/proc/self/oom_score_adj")
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(data)))
+}

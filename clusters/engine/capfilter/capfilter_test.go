@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 )
 
@@ -92,5 +93,28 @@ func TestRewriteProcessFileAtTopLevel(t *testing.T) {
 	}
 	if _, changed, _ := Rewrite([]byte(`{"capabilities":{"bounding":["CAP_KILL"]}}`), []string{"CAP_SYS_RESOURCE"}); changed {
 		t.Fatal("nothing to drop must leave the file alone")
+	}
+}
+
+func TestClampOOMScoreAdj(t *testing.T) {
+	for _, tc := range []struct {
+		in      string
+		min     int
+		want    string
+		changed bool
+	}{
+		{`{"ociVersion":"1.0","process":{"oomScoreAdj":-998,"args":["/pause"]}}`, 0, `"oomScoreAdj":0`, true},
+		{`{"process":{"oomScoreAdj":-997}}`, -500, `"oomScoreAdj":-500`, true},
+		{`{"process":{"oomScoreAdj":1000}}`, 0, `"oomScoreAdj":1000`, false},
+		{`{"process":{"args":["sh"]}}`, 0, `"args"`, false},
+		{`{"oomScoreAdj":-998,"args":["sh"]}`, 0, `"oomScoreAdj":0`, true}, // exec's process.json
+	} {
+		out, changed, err := ClampOOMScoreAdj([]byte(tc.in), tc.min)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if changed != tc.changed || !strings.Contains(string(out), tc.want) {
+			t.Errorf("ClampOOMScoreAdj(%s, %d) = %s, %v; want %s, %v", tc.in, tc.min, out, changed, tc.want, tc.changed)
+		}
 	}
 }
