@@ -122,14 +122,7 @@ ensure_host_packages() {
   for pair in "$@"; do
     command -v "${pair%%:*}" >/dev/null 2>&1 || missing+=("${pair#*:}")
   done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
-  if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    say "ERROR: missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}) or pass --node-image"
-    return 1
-  fi
-  say "installing ${missing[*]}"
-  apt-get update -qq >/dev/null 2>&1 || say "apt-get update reported errors; trying the install anyway"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  apt_install "${missing[@]}"
 }
 
 # ensure_host_libraries PACKAGE...: installs (Debian) the -dev packages that are not installed.
@@ -138,14 +131,19 @@ ensure_host_libraries() {
   for pkg in "$@"; do
     dpkg-query -W -f '${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || missing+=("$pkg")
   done
-  [[ ${#missing[@]} -eq 0 ]] && return 0
+  apt_install "${missing[@]}"
+}
+
+# apt_install PACKAGE...: installs them with apt-get, or says what to install by hand.
+apt_install() {
+  [[ $# -eq 0 ]] && return 0
   if [[ $(id -u) != 0 ]] || ! command -v apt-get >/dev/null 2>&1; then
-    say "ERROR: missing ${missing[*]}: install them (Debian: apt-get install ${missing[*]}) or pass --node-image"
+    say "ERROR: missing $*: install them (Debian: apt-get install $*) or pass --node-image"
     return 1
   fi
-  say "installing ${missing[*]}"
+  say "installing $*"
   apt-get update -qq >/dev/null 2>&1 || say "apt-get update reported errors; trying the install anyway"
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >/dev/null
 }
 
 # --- cleanup: whatever happens, leave nothing running that we started ---------

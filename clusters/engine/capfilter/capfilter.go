@@ -110,30 +110,14 @@ func FilesToRewrite(args []string, workDir string) []string {
 // config.json (under "process") or process.json (at the top level). Other
 // content is kept as it is.
 func RewriteFile(path string, drop []string) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, changed, err := Rewrite(data, drop)
-	if err != nil || !changed {
-		return err
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, out, info.Mode().Perm())
+	return rewriteInPlace(path, func(data []byte) ([]byte, bool, error) { return Rewrite(data, drop) })
 }
 
 // Rewrite is RewriteFile on bytes; it reports whether anything was dropped.
 func Rewrite(data []byte, drop []string) ([]byte, bool, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	doc, process, err := processSection(data)
+	if err != nil {
 		return nil, false, err
-	}
-	process := doc
-	if p, ok := doc["process"].(map[string]any); ok {
-		process = p
 	}
 	caps, ok := process["capabilities"].(map[string]any)
 	if !ok {
@@ -173,30 +157,14 @@ func Rewrite(data []byte, drop []string) ([]byte, bool, error) {
 // restrict_oom_score_adj for this; CRI-O has no equivalent, so its nodes run runc
 // through a wrapper that calls this.
 func ClampOOMScoreAdjFile(path string, min int) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	out, changed, err := ClampOOMScoreAdj(data, min)
-	if err != nil || !changed {
-		return err
-	}
-	info, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(path, out, info.Mode().Perm())
+	return rewriteInPlace(path, func(data []byte) ([]byte, bool, error) { return ClampOOMScoreAdj(data, min) })
 }
 
 // ClampOOMScoreAdj is ClampOOMScoreAdjFile on bytes; it reports whether it changed anything.
 func ClampOOMScoreAdj(data []byte, min int) ([]byte, bool, error) {
-	var doc map[string]any
-	if err := json.Unmarshal(data, &doc); err != nil {
+	doc, process, err := processSection(data)
+	if err != nil {
 		return nil, false, err
-	}
-	process := doc
-	if p, ok := doc["process"].(map[string]any); ok {
-		process = p
 	}
 	adj, ok := process["oomScoreAdj"].(float64)
 	if !ok || int(adj) >= min {
@@ -214,4 +182,35 @@ func OwnOOMScoreAdj() (int, error) {
 		return 0, err
 	}
 	return strconv.Atoi(strings.TrimSpace(string(data)))
+}
+
+// processSection parses an OCI config.json or process.json and returns the
+// document and its process part ("process" in a config.json, the top level in a
+// process.json).
+func processSection(data []byte) (doc, process map[string]any, err error) {
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, err
+	}
+	if p, ok := doc["process"].(map[string]any); ok {
+		return doc, p, nil
+	}
+	return doc, doc, nil
+}
+
+// rewriteInPlace applies edit to a file's content and writes it back, keeping
+// its mode, only when edit changed something.
+func rewriteInPlace(path string, edit func([]byte) ([]byte, bool, error)) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	out, changed, err := edit(data)
+	if err != nil || !changed {
+		return err
+	}
+	info, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, out, info.Mode().Perm())
 }
