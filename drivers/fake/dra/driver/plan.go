@@ -8,6 +8,7 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
@@ -219,4 +220,23 @@ func overall(failures []deviceFailure) (label string, permanent bool) {
 	default:
 		return "unclassified", false
 	}
+}
+
+// newCallRecord starts the call record of one claim in a prepare or unprepare
+// call; stalled is how long the call stalled when a fault asked for longest.
+func newCallRecord(method calls.Method, namespace, name string, uid types.UID, attempt int, p *plan, longest, stalled time.Duration) calls.Call {
+	rec := calls.Call{
+		Time:           time.Now(),
+		Method:         method,
+		ClaimNamespace: namespace,
+		ClaimName:      name,
+		ClaimUID:       string(uid),
+		Attempt:        attempt,
+		Devices:        p.devices(),
+		Warnings:       p.warnings,
+	}
+	if longest > 0 {
+		rec.Stalled = stalled.Round(time.Millisecond).String()
+	}
+	return rec
 }

@@ -59,19 +59,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	defer cancel()
 	results := make(map[types.UID]kubeletplugin.PrepareResult, len(works))
 	for _, w := range works {
-		rec := calls.Call{
-			Time:           time.Now(),
-			Method:         calls.Prepare,
-			ClaimNamespace: w.claim.Namespace,
-			ClaimName:      w.claim.Name,
-			ClaimUID:       string(w.claim.UID),
-			Attempt:        w.attempt,
-			Devices:        w.plan.devices(),
-			Warnings:       w.plan.warnings,
-		}
-		if longest > 0 {
-			rec.Stalled = stalled.Round(time.Millisecond).String()
-		}
+		rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, w.plan, longest, stalled)
 		failures := failuresFor(w.plan.targets, prepareFaults, w.attempt, true)
 		failures = append(failures, d.brokenDeviceFailures(w.plan.targets)...)
 		if interrupted && len(w.stalled) > 0 {

@@ -52,19 +52,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	defer cancel()
 	results := make(map[types.UID]error, len(works))
 	for _, w := range works {
-		rec := calls.Call{
-			Time:           time.Now(),
-			Method:         calls.Unprepare,
-			ClaimNamespace: w.ref.Namespace,
-			ClaimName:      w.ref.Name,
-			ClaimUID:       string(w.ref.UID),
-			Attempt:        w.attempt,
-			Devices:        w.plan.devices(),
-			Warnings:       w.plan.warnings,
-		}
-		if longest > 0 {
-			rec.Stalled = stalled.Round(time.Millisecond).String()
-		}
+		rec := newCallRecord(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt, w.plan, longest, stalled)
 		// An invalid spec only fails prepare: failing unprepare too would
 		// leave the pod stuck in Terminating for ever.
 		failures := failuresFor(w.plan.targets, unprepareFaults, w.attempt, false)
