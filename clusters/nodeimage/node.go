@@ -168,7 +168,7 @@ func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[
 			extras = append(extras, extraFile{Path: "usr/local/bin/" + name, Mode: 0o755, Source: filepath.Join(bins[component], name)})
 		}
 	}
-	values := nodeFileValues{PauseImage: PauseImage(b.Pins), KubernetesVersion: b.Pins.Kubernetes()}
+	values := nodeFileValues{PauseImage: PauseImage(b.Pins)}
 	reader, writer := io.Pipe()
 	go func() { writer.CloseWithError(writeRuntimeNodeFilesTar(writer, b.runtime(), values, extras)) }()
 	cp := exec.CommandContext(ctx, "docker", "cp", "-", container+":/")

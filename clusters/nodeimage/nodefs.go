@@ -33,8 +33,7 @@ var otherRuntimeFiles = map[string][]string{
 }
 
 type nodeFileValues struct {
-	PauseImage        string
-	KubernetesVersion string
+	PauseImage string
 }
 
 // runtimeFilesKey hashes a runtime's own node files.

@@ -115,12 +115,6 @@ func (m *runtimeMetrics) callErr(plugin, op string) error {
 	return err
 }
 
-func (m *runtimeMetrics) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.calls = nil
-}
-
 func (m *runtimeMetrics) registered() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
