@@ -15,7 +15,8 @@ usage() {
 usage: hack/run-e2e.sh [flags] [-- extra suite flags]
 
   --suite dra|cri|nri|all       suites to run (default: all); repeatable or comma-separated
-  --runtime containerd|crio     node runtime (default: containerd)
+  --runtime containerd|crio|all node runtime (default: containerd); all runs each runtime
+                                on its own cluster (<cluster-name>-<runtime>), one after the other
   --focus REGEX                 Ginkgo --focus
   --label-filter EXPR           Ginkgo --label-filter (e.g. smoke, '!Slow')
   --procs N                     parallel Ginkgo processes (default: 4; Serial specs run alone)
@@ -77,7 +78,8 @@ case $runtime in
   containerd) ;;
   crio|cri-o) runtime=crio
     [[ -z $containerd_src ]] || die "--containerd-src is for --runtime containerd" ;;
-  all) die "runtime 'all' is not supported yet: run --runtime containerd and --runtime crio one after the other" ;;
+  all) [[ -z $kubeconfig ]] || die "--runtime all creates one cluster per runtime; with --kubeconfig, name that cluster's runtime"
+    [[ -z $node_image ]] || die "--node-image is one runtime's image; use it with --runtime containerd or crio" ;;
   *) die "unknown runtime '$runtime' (want containerd or crio)" ;;
 esac
 [[ $procs =~ ^[1-9][0-9]*$ ]] || die "--procs wants a positive number, got '$procs'"
@@ -93,6 +95,8 @@ mkdir -p "$artifacts" || die "cannot create artifacts directory '$artifacts'"
 artifacts=$(cd "$artifacts" && pwd)
 
 # --- stage timings -----------------------------------------------------------
+# A run of one runtime inside --runtime all keeps its table under its runtime.
+timings_file=${FAULTLINE_TIMINGS_FILE:-$artifacts/timings.txt}
 stage_names=() stage_secs=() stage_results=()
 run_stage() {
   local name=$1; shift
@@ -113,7 +117,7 @@ print_timings() {
       total=$((total + stage_secs[i]))
     done
     printf '%-36s %8d\n' "total" "$total"
-  } | tee "$artifacts/timings.txt" >&2
+  } | tee "$timings_file" >&2
 }
 
 # ensure_host_packages CMD:PACKAGE...: installs (Debian) the packages whose command is missing.
@@ -172,6 +176,36 @@ trap 'say "interrupted"; exit 130' INT TERM
 
 # --- build tools and images ---------------------------------------------------
 run_stage "build faultline CLI" go build -o "$faultline" ./cmd/faultline || exit 1
+
+# --- all runtimes: this script once per runtime, results side by side --------
+if [[ $runtime == all ]]; then
+  # One engine for both runs: a run that finds an engine answering leaves it on.
+  engine_out=$artifacts/engine.txt
+  run_stage "ensure container engine" bash -c 'hack/ensure-engine.sh start > "$0"' "$engine_out" || exit 1
+  [[ $(cat "$engine_out") == started ]] && engine_started=true
+  common=(--procs "$procs" --artifacts "$artifacts"
+    --runtime-request-timeout "$runtime_request_timeout" --nri-request-timeout "$nri_request_timeout")
+  for s in "${suites[@]}"; do common+=(--suite "$s"); done
+  [[ -n $focus ]] && common+=(--focus "$focus")
+  [[ -n $label_filter ]] && common+=(--label-filter "$label_filter")
+  [[ -n $kubernetes_src ]] && common+=(--kubernetes-src "$kubernetes_src")
+  $keep && common+=(--keep)
+  failed_runtimes=()
+  for rt in containerd crio; do
+    args=("${common[@]}" --runtime "$rt" --cluster-name "$cluster_name-$rt")
+    [[ $rt == containerd && -n $containerd_src ]] && args+=(--containerd-src "$containerd_src")
+    mkdir -p "$artifacts/$rt"
+    FAULTLINE_TIMINGS_FILE=$artifacts/$rt/timings.txt run_stage "run $rt" "$repo_root/hack/run-e2e.sh" "${args[@]}" -- "${extra_args[@]}" \
+      || failed_runtimes+=("$rt")
+  done
+  run_stage "report" "$faultline" report --artifacts "$artifacts" || true
+  if [[ ${#failed_runtimes[@]} -gt 0 ]]; then
+    say "FAILED on: ${failed_runtimes[*]} (each runtime's JUnit, logs and timings are under $artifacts/<runtime>)"
+    exit 1
+  fi
+  say "all suites passed on containerd and crio; report: $artifacts/summary.md"
+  exit 0
+fi
 
 if [[ -z $kubeconfig ]]; then
   engine_out=$artifacts/engine.txt

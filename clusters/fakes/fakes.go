@@ -19,6 +19,7 @@ import (
 // Binaries maps each binary in the image to the package it is built from.
 var Binaries = map[string]string{
 	"testpod":         "./cmd/testpod",
+	"cri-relay":       "./cmd/cri-relay",
 	"fake-dra-driver": "./drivers/fake/dra/cmd/fake-dra-driver",
 	"fake-nri-plugin": "./drivers/fake/nri/cmd/fake-nri-plugin",
 }

@@ -99,6 +99,15 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 		return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
 	}
 	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, pinsFor(b.Pins, b.runtime()).String(), b.goVersion
+	var slowKeys []string
+	for _, dir := range slowRuntimeDirs {
+		k, err := dirKey(filepath.Join(b.RepoRoot, dir))
+		if err != nil {
+			return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
+		}
+		slowKeys = append(slowKeys, k)
+	}
+	keys["slow-runtime"] = strings.Join(slowKeys, "+")
 	if b.runtime() == RuntimeCRIO {
 		// Only crio nodes get these parts; the containerd key keeps its old inputs.
 		crioFilesKey, err := runtimeFilesKey(RuntimeCRIO)
@@ -121,6 +130,10 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 		Output: fmt.Sprintf("faultline/node-%s:%s-%s", b.runtime(), b.Pins.Kubernetes(), nodeKey)}))
 	return plan, nil
 }
+
+// slowRuntimeDirs hold the code of the faultline-slow runtime handler's OCI
+// runtime (cmd/runc-slow), which every node carries.
+var slowRuntimeDirs = []string{"cmd/runc-slow", "drivers/fake/ociruntime"}
 
 func (b *Builder) runtime() string {
 	if b.Runtime == "" {

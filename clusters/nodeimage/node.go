@@ -29,6 +29,12 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 	}
 	bins["pause"] = pauseDir
 
+	slowDir := filepath.Join(work, "slow-bin")
+	if err := b.buildLocalCommand(ctx, "runc-slow", slowDir); err != nil {
+		return err
+	}
+	bins["runc-slow"] = slowDir
+
 	if b.runtime() == RuntimeCRIO {
 		restrictDir := filepath.Join(work, "restrict-bin")
 		if err := b.buildLocalCommand(ctx, "runc-restrict", restrictDir); err != nil {
@@ -152,10 +158,10 @@ func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[
 	switch b.runtime() {
 	case RuntimeCRIO:
 		units = []string{"crio.service", "crio-preload.service", "kubelet.service"}
-		runtimeBins = map[string][]string{"crio": {"crio", "pinns"}, "runc-restrict": {"runc-restrict"}}
+		runtimeBins = map[string][]string{"crio": {"crio", "pinns"}, "runc-restrict": {"runc-restrict"}, "runc-slow": {"runc-slow"}}
 	default:
 		units = []string{"containerd.service", "kubelet.service"}
-		runtimeBins = map[string][]string{"containerd": {"containerd", "containerd-shim-runc-v2", "ctr"}}
+		runtimeBins = map[string][]string{"containerd": {"containerd", "containerd-shim-runc-v2", "ctr"}, "runc-slow": {"runc-slow"}}
 	}
 	for _, unit := range units {
 		extras = append(extras, extraFile{Path: "etc/systemd/system/multi-user.target.wants/" + unit, Link: "/etc/systemd/system/" + unit})

@@ -23,6 +23,7 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // eventDelivery bounds the kubelet's event recorder getting an event to the
@@ -36,7 +37,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 		pod := VictimPod("start-container-error", annotations(B.Key("StartContainer"), "error;times=1"))
 		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
 		pod, node := createVictim(ctx, f, pod)
-		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
 		framework.ExpectNoError(err)
 		want := B.ErrorText("StartContainer", pod, TestContainer)
 
@@ -77,7 +78,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 
 	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", annotations(B.Key("StopPodSandbox"), "error;times=1")))
-		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
 		framework.ExpectNoError(err)
 		want := B.ErrorText("StopPodSandbox", pod, "")
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))

@@ -5,17 +5,8 @@ package nri
 // behaviours known to depart from the NRI design.
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
-	"path"
-	"strings"
 	"time"
-
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -73,34 +64,6 @@ func deletionTimeout() time.Duration {
 	return 2*containerGCPeriod + 30*time.Second
 }
 
-// Runtime is a node's container runtime as the kubelet reports it.
-type Runtime struct {
-	// Name is "containerd", "cri-o", ...
-	Name, Version string
-}
-
-func (r Runtime) String() string { return r.Name + " " + r.Version }
-
-// NodeRuntime reads the node's runtime from its status
-// (containerRuntimeVersion "containerd://2.4.2"). --faultline.runtime only
-// names what the run expected; the node wins if they differ.
-func NodeRuntime(ctx context.Context, cs clientset.Interface, node string) (Runtime, error) {
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return Runtime{}, err
-	}
-	name, version, _ := strings.Cut(n.Status.NodeInfo.ContainerRuntimeVersion, "://")
-	rt := Runtime{Name: name, Version: version}
-	if want := harness.Flags.Runtime; want != "" && normalizeRuntime(want) != normalizeRuntime(name) {
-		framework.Logf("--faultline.runtime=%s, but node %s runs %s; using the node's", want, node, rt)
-	}
-	return rt, nil
-}
-
-func normalizeRuntime(name string) string {
-	return strings.ReplaceAll(strings.ToLower(name), "-", "")
-}
-
 // knownDiscrepancies are the runtime behaviours known to depart from what
 // the NRI design implies ("if a plugin returns an error for a request, NRI
 // ... returns the error to the runtime, and the runtime fails the pod or
@@ -119,7 +82,7 @@ var knownDiscrepancies = map[string]map[string]string{
 // Discrepancy is the failure message for a runtime that departs from the
 // NRI design for requirement: "known discrepancy <runtime>: ..." when the
 // departure is known, else "discrepancy <runtime> (not known before): ...".
-func Discrepancy(rt Runtime, requirement, observed string) string {
+func Discrepancy(rt harness.Runtime, requirement, observed string) string {
 	if known, ok := knownDiscrepancies[normalizeKnown(rt.Name)][requirement]; ok {
 		return fmt.Sprintf("known discrepancy %s: %s (runtime %s; observed: %s)", rt.Name, known, rt, observed)
 	}
@@ -127,65 +90,8 @@ func Discrepancy(rt Runtime, requirement, observed string) string {
 }
 
 func normalizeKnown(name string) string {
-	if normalizeRuntime(name) == "crio" {
+	if harness.NormalizeRuntime(name) == "crio" {
 		return "cri-o"
 	}
 	return name
-}
-
-// criSocket returns the directory and file name of the node's CRI socket,
-// from the kubelet's configuration (containerRuntimeEndpoint), else the
-// runtime's default.
-func criSocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	if err == nil {
-		var cfg struct {
-			KubeletConfig struct {
-				ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
-			} `json:"kubeletconfig"`
-		}
-		if json.Unmarshal(raw, &cfg) == nil {
-			if ep := strings.TrimPrefix(cfg.KubeletConfig.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
-				return path.Dir(ep), path.Base(ep), nil
-			}
-		}
-	}
-	framework.Logf("cannot read the kubelet's containerRuntimeEndpoint on %s (%v); using the runtime's default socket", node, err)
-	rt, rerr := NodeRuntime(ctx, cs, node)
-	if rerr != nil {
-		return "", "", rerr
-	}
-	switch normalizeRuntime(rt.Name) {
-	case "containerd":
-		return "/run/containerd", "containerd.sock", nil
-	case "crio":
-		return "/var/run/crio", "crio.sock", nil
-	}
-	return "", "", fmt.Errorf("node %s runs %s: no known CRI socket", node, rt)
-}
-
-// schedulableNode returns a node test pods can land on, for the deployment.
-func schedulableNode(ctx context.Context, cs clientset.Interface) (string, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return "", err
-	}
-	for _, n := range nodes.Items {
-		if !n.Spec.Unschedulable && !hasNoScheduleTaint(&n) {
-			return n.Name, nil
-		}
-	}
-	if len(nodes.Items) > 0 {
-		return nodes.Items[0].Name, nil
-	}
-	return "", fmt.Errorf("the cluster has no nodes")
-}
-
-func hasNoScheduleTaint(n *v1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Effect == v1.TaintEffectNoSchedule || t.Effect == v1.TaintEffectNoExecute {
-			return true
-		}
-	}
-	return false
 }

@@ -38,9 +38,9 @@ var deployment *harness.Deployment
 var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) {
 	cs, err := framework.LoadClientset()
 	framework.ExpectNoError(err, "connect to the cluster")
-	node, err := schedulableNode(ctx, cs)
+	node, err := harness.SchedulableNode(ctx, cs)
 	framework.ExpectNoError(err)
-	dir, file, err := criSocket(ctx, cs, node)
+	dir, file, err := harness.CRISocket(ctx, cs, node)
 	framework.ExpectNoError(err, "find the runtime's CRI socket for the runtime-state container")
 	framework.Logf("CRI socket for runtime-state: %s/%s (from node %s)", dir, file, node)
 	deployment, err = harness.Deploy(ctx, "nri", PluginNamespace, map[string]string{"CRISocketDir": dir, "CRISocket": file})

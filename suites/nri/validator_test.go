@@ -18,6 +18,7 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // requiredPluginsAnnotation is the default validator's annotation (NRI
@@ -32,7 +33,7 @@ var _ = framework.Describe("NRI required plugins", framework.WithFeature(feature
 		const missing = "faultline-absent"
 		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", annotations(
 			requiredPluginsAnnotation+"/container."+TestContainer, fmt.Sprintf("[%q]", missing))))
-		rt, err := NodeRuntime(ctx, f.ClientSet, node)
+		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
 		framework.ExpectNoError(err)
 
 		var state string

@@ -1,0 +1,200 @@
+package cri
+
+// Requirements 1-7: a RunPodSandbox or CreateContainer whose caller gave up
+// (CRI-O #4221, upstream-facts section 2). The runtime finishes the
+// creation, keeps the object out of sight, and hands that same object to the
+// identical retry; it never creates it twice, and removes what nobody claims.
+// Each spec runs once per stage, talking CRI to the node's runtime directly.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/kubernetes/test/e2e/framework"
+	admissionapi "k8s.io/pod-security-admission/api"
+
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+var _ = describeStage(stageSandbox)
+var _ = describeStage(stageContainer)
+
+func describeStage(stage string) bool {
+	args := []interface{}{framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache")}
+	if stage == stageContainer {
+		// containerd's slowdown goes through the fake NRI plugin, which NRI
+		// cuts off when a caller gives up: specs must not share it.
+		args = append(args, framework.WithSerial())
+	}
+	return framework.Describe(append([]interface{}{"timed-out " + stage}, append(args, func() {
+		f := framework.NewDefaultFramework("cri")
+		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
+		var t *target
+
+		ginkgo.BeforeEach(func(ctx context.Context) {
+			t = newTarget(ctx, f, connectNode(ctx, f), stage)
+			ginkgo.DeferCleanup(func(ctx context.Context) {
+				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				defer cancel()
+				t.cleanup(ctx)
+			})
+			harness.OnFailure(func(ctx context.Context) { framework.Logf("state at failure:\n%s", t.describe(ctx)) })
+			ginkgo.By(t.slow.String())
+		})
+
+		framework.It("1-2: an identical retry after the runtime finished returns the same object, created once", framework.WithLabel("ci"), func(ctx context.Context) {
+			timeOut(ctx, t)
+			first := firstStarted(ctx, t)
+			waitFinished(ctx, t)
+			id := claim(ctx, t)
+			gomega.Expect(id).To(gomega.Equal(first),
+				"%s: the identical retry must return the object the timed-out request created (%s), not a new one\n%s", t.node.Runtime, first, t.describe(ctx))
+			expectStartedOnce(ctx, t)
+			gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly the claimed object is listed")
+		})
+
+		framework.It("3: a retry while the creation is in progress gets an error and creates nothing", func(ctx context.Context) {
+			timeOut(ctx, t)
+			firstStarted(ctx, t)
+			if !t.slow.ViaNRI {
+				done, err := t.finished(ctx)
+				gomega.Expect(done).To(gomega.BeFalse(), "the first creation must still be in its delay for this spec to mean anything (%v)", err)
+			}
+			_, err := t.create(ctx, t.slow.Deadline, true)
+			gomega.Expect(err).To(gomega.HaveOccurred(), "%s: a retry while the first creation runs must fail, not create or return a second object", t.node.Runtime)
+			recordError(t, "retry while in progress", err)
+			waitFinished(ctx, t)
+			claim(ctx, t)
+			expectStartedOnce(ctx, t)
+		})
+
+		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", func(ctx context.Context) {
+			timeOut(ctx, t)
+			id := firstStarted(ctx, t)
+			waitFinished(ctx, t)
+			gomega.Consistently(ctx, func(ctx context.Context) error {
+				if ids, err := t.listed(ctx); err != nil || len(ids) > 0 {
+					return fmt.Errorf("listed before it was claimed: %v (%v)", ids, err)
+				}
+				if err := t.status(ctx, id); status.Code(err) != codes.NotFound {
+					return fmt.Errorf("status of %s before it was claimed: want NotFound, got %v", id, err)
+				}
+				return nil
+			}).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(gomega.Succeed(),
+				"%s: the kubelet was told the creation failed, so the object must stay invisible until the retry claims it", t.node.Runtime)
+			got := claim(ctx, t)
+			gomega.Expect(t.status(ctx, got)).To(gomega.Succeed(), "the claimed object answers")
+		})
+
+		framework.It("5: a changed request gets a new object and the timed-out one is removed", func(ctx context.Context) {
+			timeOut(ctx, t)
+			old := firstStarted(ctx, t)
+			waitFinished(ctx, t)
+			t.attempt++
+			id, err := t.create(ctx, claimDeadline(t), false)
+			framework.ExpectNoError(err, "the request with attempt %d must succeed", t.attempt)
+			gomega.Expect(id).NotTo(gomega.Equal(old), "a new attempt is a new object")
+			expectRemoved(ctx, t, old, cleanupWindow)
+		})
+
+		framework.It("6: a timed-out object nobody asks for again is removed", framework.WithSlow(), func(ctx context.Context) {
+			timeOut(ctx, t)
+			old := firstStarted(ctx, t)
+			waitFinished(ctx, t)
+			expectRemoved(ctx, t, old, cleanupWindow)
+		})
+
+		framework.It("7: a runtime restart while it holds a timed-out object leaks nothing and duplicates nothing",
+			framework.WithSerial(), framework.WithDisruptive(), func(ctx context.Context) {
+				timeOut(ctx, t)
+				old := firstStarted(ctx, t)
+				waitFinished(ctx, t)
+				ginkgo.By("restarting " + t.node.Runtime.String())
+				framework.ExpectNoError(t.node.restartRuntime(ctx))
+				t.node = connectNode(ctx, f) // waits for the runtime; the restart ended the port-forward
+				id := claim(ctx, t)
+				gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly one object is listed after the restart")
+				if id != old {
+					expectRemoved(ctx, t, old, cleanupWindow)
+				}
+			})
+	})...)...)
+}
+
+// timeOut sends the first request and checks that the caller's deadline, not
+// the runtime, ended it.
+func timeOut(ctx context.Context, t *target) {
+	ginkgo.By(fmt.Sprintf("%s with a %s deadline", t.stage, t.slow.Deadline))
+	id, err := t.create(ctx, t.slow.Deadline, true)
+	gomega.Expect(err).To(gomega.HaveOccurred(), "the creation was not slow: it returned %q within the deadline", id)
+	gomega.Expect(status.Code(err)).To(gomega.Equal(codes.DeadlineExceeded), "the caller's deadline must end the request: %v", err)
+}
+
+// firstStarted waits for the witness to show the timed-out creation and
+// returns its ID.
+func firstStarted(ctx context.Context, t *target) string {
+	var ids []string
+	gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
+		var err error
+		ids, err = t.started(ctx)
+		return ids, err
+	}).WithTimeout(30*time.Second).Should(gomega.HaveLen(1), "the timed-out request must have started exactly one creation")
+	return ids[0]
+}
+
+// waitFinished waits until the slow step of the creation is over.
+func waitFinished(ctx context.Context, t *target) {
+	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+		done, err := t.finished(ctx)
+		if err != nil && strings.Contains(err.Error(), "gave the creation of") {
+			return false, gomega.StopTrying(err.Error())
+		}
+		return done, err
+	}).WithTimeout(t.slow.Delay+30*time.Second).Should(gomega.BeTrue(), "the slow step must end after %s", t.slow.Delay)
+}
+
+// claimDeadline is the deadline of a retry meant to succeed: the runtime may
+// still finish the first creation.
+func claimDeadline(t *target) time.Duration { return t.slow.Delay + 20*time.Second }
+
+// claim repeats the identical request, as the kubelet does, until it
+// succeeds, and records the errors the runtime gave on the way.
+func claim(ctx context.Context, t *target) string {
+	var id string
+	errorsSeen := map[string]bool{}
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		var err error
+		id, err = t.create(ctx, claimDeadline(t), true)
+		if err != nil && !errorsSeen[err.Error()] {
+			errorsSeen[err.Error()] = true
+			recordError(t, "retry", err)
+		}
+		return err
+	}).WithTimeout(2*claimDeadline(t)).WithPolling(retryInterval).Should(gomega.Succeed(), "the identical retry must succeed once the runtime finished")
+	return id
+}
+
+func expectStartedOnce(ctx context.Context, t *target) {
+	gomega.Expect(t.started(ctx)).To(gomega.HaveLen(1),
+		"%s: the runtime must create the object once for the timed-out request and its retries\n%s", t.node.Runtime, t.describe(ctx))
+}
+
+func expectRemoved(ctx context.Context, t *target, id string, within time.Duration) {
+	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) { return t.removed(ctx, id) }).
+		WithTimeout(within).WithPolling(5*time.Second).Should(gomega.BeTrue(),
+		"%s: the timed-out object %s must be removed within %s\n%s", t.node.Runtime, id, within, t.describe(ctx))
+}
+
+// recordError puts an error the runtime returned into the report, with the
+// runtime's name: the exact texts differ between runtimes.
+func recordError(t *target, what string, err error) {
+	text := fmt.Sprintf("%s %s %s: %v", t.node.Runtime, t.stage, what, err)
+	framework.Logf("%s", text)
+	ginkgo.AddReportEntry("runtime error", text)
+}

@@ -1,0 +1,138 @@
+package cri
+
+// Through the kubelet: with the kubelet's own deadline (runtimeRequestTimeout;
+// RunPodSandbox gets twice that), a pod whose sandbox and container creation
+// outlast it must still end Running with exactly one sandbox and one
+// container, and its events must say what happened.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+	admissionapi "k8s.io/pod-security-admission/api"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+// kubeletRetry bounds the kubelet's next sync of a pod after a failed one
+// (backOffPeriod 10 s plus jitter).
+const kubeletRetry = 15 * time.Second
+
+var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
+	f := framework.NewDefaultFramework("cri-kubelet")
+	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
+
+	framework.It("8: a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", func(ctx context.Context) {
+		n := connectNode(ctx, f)
+		timeout, err := runtimeRequestTimeout(ctx, f.ClientSet, n.Name)
+		framework.ExpectNoError(err, "read the kubelet's runtimeRequestTimeout")
+		sandboxDelay := 2*timeout + 5*time.Second
+		containerDelay := timeout + 5*time.Second
+		token := f.Namespace.Name
+		pod := harness.TestPod("slow", "slow pod "+token)
+		pod.Spec.RuntimeClassName = new(string)
+		*pod.Spec.RuntimeClassName = slowHandler
+		pod.Annotations = sandboxAnnotations(token, sandboxDelay)
+		// CRI-O runs an infra container (the OCI create runc-slow delays) only
+		// for pods that share their PID namespace.
+		pod.Spec.ShareProcessNamespace = new(bool)
+		*pod.Spec.ShareProcessNamespace = true
+		if needsNRISlowdown(n.Runtime) {
+			// containerd's CreateContainer runs no OCI create, and NRI cuts a
+			// stalled plugin off at its request timeout, far below the
+			// kubelet's: only the sandbox can be made slower than the kubelet.
+			ginkgo.By(fmt.Sprintf("%s: only the sandbox creation is slowed (CreateContainer runs no OCI create)", n.Runtime))
+			containerDelay = 0
+		} else {
+			pod.Annotations[ociruntime.ContainerDelayAnnotation] = containerDelay.String()
+		}
+		ginkgo.By(fmt.Sprintf("runtimeRequestTimeout %s: sandbox creation takes %s, container creation %s", timeout, sandboxDelay, containerDelay))
+		pod = e2epod.NewPodClient(f).Create(ctx, pod)
+		harness.OnFailure(func(ctx context.Context) {
+			records, _ := n.ociRecords(ctx, token)
+			framework.Logf("runc-slow records of %s:\n%s", token, describeRecords(records))
+		})
+
+		within := sandboxDelay + containerDelay + 4*kubeletRetry + time.Minute
+		// Count before judging the phase: a pod that never runs is explained by
+		// what the runtime created for it.
+		runErr := e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, within)
+
+		selector := map[string]string{"io.kubernetes.pod.uid": string(pod.UID)}
+		sandboxes, err := n.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: selector}})
+		framework.ExpectNoError(err)
+		containers, err := n.CRI.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: selector}})
+		framework.ExpectNoError(err)
+		records, err := n.ociRecords(ctx, token)
+		framework.ExpectNoError(err)
+		created := map[string][]string{}
+		for _, r := range records {
+			if r.Command == "create" && r.Phase == "begin" {
+				created[r.Kind] = append(created[r.Kind], r.ID)
+			}
+		}
+		events := podEvents(ctx, f.ClientSet, pod)
+		for _, e := range events {
+			ginkgo.AddReportEntry("pod event", e)
+		}
+		detail := fmt.Sprintf("runtime %s; listed %d sandbox(es), %d container(s); OCI creates %v\nevents:\n  %s\nrunc-slow records:\n%s",
+			n.Runtime, len(sandboxes.Items), len(containers.Containers), created, strings.Join(events, "\n  "), describeRecords(records))
+		gomega.Expect(created["sandbox"]).To(gomega.HaveLen(1), "the runtime must create the sandbox once\n%s", detail)
+		why := ""
+		if len(created["container"]) > 1 {
+			why = "\nWhen the runtime lists no container for a pod's container, the kubelet takes the attempt number from the " +
+				"highest <N>.log in the container's log directory (kuberuntime calcRestartCountByLogDir). A timed-out creation " +
+				"has written its log file already, so each retry asks for the next attempt: a new container to the runtime, " +
+				"never the one it holds for the timed-out request."
+		}
+		gomega.Expect(created["container"]).To(gomega.HaveLen(1), "the runtime must create the container once%s\n%s", why, detail)
+		gomega.Expect(sandboxes.Items).To(gomega.HaveLen(1), "exactly one sandbox listed for the pod\n%s", detail)
+		gomega.Expect(containers.Containers).To(gomega.HaveLen(1), "exactly one container listed for the pod\n%s", detail)
+		framework.ExpectNoError(runErr, "%s: the pod must run once the slow creations are done\n%s", n.Runtime, detail)
+		gomega.Expect(strings.Join(events, "\n")).To(gomega.ContainSubstring("FailedCreatePodSandBox"),
+			"the pod's events must show that the kubelet's sandbox request timed out\n%s", detail)
+	})
+})
+
+// runtimeRequestTimeout reads the kubelet's runtimeRequestTimeout from its
+// configuration (/configz through the API server's node proxy).
+func runtimeRequestTimeout(ctx context.Context, cs clientset.Interface, node string) (time.Duration, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var cfg struct {
+		KubeletConfig struct {
+			RuntimeRequestTimeout string `json:"runtimeRequestTimeout"`
+		} `json:"kubeletconfig"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return 0, err
+	}
+	return time.ParseDuration(cfg.KubeletConfig.RuntimeRequestTimeout)
+}
+
+// podEvents renders the pod's events, oldest first.
+func podEvents(ctx context.Context, cs clientset.Interface, pod *v1.Pod) []string {
+	list, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	var out []string
+	for _, e := range list.Items {
+		out = append(out, fmt.Sprintf("%s %s (x%d): %s", e.Type, e.Reason, e.Count, e.Message))
+	}
+	return out
+}

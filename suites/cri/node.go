@@ -1,0 +1,183 @@
+package cri
+
+// The suite's way to the node's runtime: gRPC to its CRI socket through the
+// relay pod (port-forward), the slow OCI runtime's log through the relay's
+// HTTP side, and the fake NRI plugin's event record.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/gomega"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	v1 "k8s.io/api/core/v1"
+	clientset "k8s.io/client-go/kubernetes"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+const (
+	// relayNamespace holds the CRI relay DaemonSet and the faultline-slow
+	// RuntimeClass (fixtures/cri); nriNamespace the fake NRI plugin, which
+	// slows containerd's CreateContainer (see slowdown.go).
+	relayNamespace = "faultline-cri"
+	nriNamespace   = "faultline-cri-nri"
+	relaySelector  = "app.kubernetes.io/name=cri-relay"
+	relayCRIPort   = 10010
+	relayHTTPPort  = "8080"
+	// slowHandler is the runtime handler (and RuntimeClass) of runc-slow.
+	slowHandler = "faultline-slow"
+)
+
+// node is one node's runtime as a spec sees it.
+type node struct {
+	Name    string
+	Runtime harness.Runtime
+	CRI     runtimeapi.RuntimeServiceClient
+	conn    *grpc.ClientConn
+	cs      clientset.Interface
+	relay   *v1.Pod
+}
+
+// connectNode finds a node test pods land on, its relay pod, and opens a CRI
+// connection to its runtime; the connection is closed when the spec ends.
+// It waits for a runtime that is restarting, and skips the spec when the
+// runtime has no faultline-slow handler.
+func connectNode(ctx context.Context, f *framework.Framework) *node {
+	cs := f.ClientSet
+	name, err := harness.SchedulableNode(ctx, cs)
+	framework.ExpectNoError(err)
+	rt, err := harness.NodeRuntime(ctx, cs, name)
+	framework.ExpectNoError(err)
+	var n *node
+	var status *runtimeapi.StatusResponse
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		n, status, err = dialNode(ctx, f, name, rt)
+		return err
+	}).WithTimeout(runtimeRestartTimeout).WithPolling(2*time.Second).Should(gomega.Succeed(),
+		"the runtime on %s must answer CRI through the relay", name)
+	if !hasHandler(status, slowHandler) {
+		ginkgo.Skip(fmt.Sprintf("runtime %s on node %s has no %q runtime handler (runc-slow, see the README's \"existing cluster\" section)", rt, name, slowHandler))
+	}
+	return n
+}
+
+// runtimeRestartTimeout bounds a runtime coming back after a restart and its
+// relay pod answering again.
+const runtimeRestartTimeout = 2 * time.Minute
+
+// dialNode port-forwards to the node's relay and asks the runtime for its
+// status; on success the connection lives until the spec ends.
+func dialNode(ctx context.Context, f *framework.Framework, name string, rt harness.Runtime) (*node, *runtimeapi.StatusResponse, error) {
+	relay, err := harness.PodOnNode(ctx, f.ClientSet, relayNamespace, relaySelector, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	addr, stop, err := harness.PortForward(ctx, f.ClientConfig(), relay, relayCRIPort)
+	if err != nil {
+		return nil, nil, err
+	}
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	n := &node{Name: name, Runtime: rt, CRI: runtimeapi.NewRuntimeServiceClient(conn), conn: conn, cs: f.ClientSet, relay: relay}
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	status, err := n.CRI.Status(sctx, &runtimeapi.StatusRequest{})
+	if err != nil {
+		conn.Close()
+		stop()
+		return nil, nil, fmt.Errorf("CRI Status through the relay %s/%s: %w", relay.Namespace, relay.Name, err)
+	}
+	ginkgo.DeferCleanup(stop)
+	ginkgo.DeferCleanup(conn.Close)
+	return n, status, nil
+}
+
+func hasHandler(status *runtimeapi.StatusResponse, name string) bool {
+	for _, h := range status.GetRuntimeHandlers() {
+		if h.GetName() == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ociRecords returns the slow OCI runtime's records of one request.
+func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Record, error) {
+	raw, err := harness.ProxyGet(ctx, n.cs, n.relay, relayHTTPPort, "/oci-log", nil)
+	if err != nil {
+		return nil, fmt.Errorf("read the slow OCI runtime's log: %w", err)
+	}
+	all := ociruntime.ParseLog(raw)
+	ids := map[string]bool{}
+	var out []ociruntime.Record
+	for _, r := range all {
+		if r.Request == request && r.Request != "" {
+			ids[r.ID] = true
+		}
+	}
+	for _, r := range all {
+		if ids[r.ID] {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// restartRuntime stops the runtime's process; the node's init starts it
+// again (Restart=always in kind's and faultline's units).
+func (n *node) restartRuntime(ctx context.Context) error {
+	process := map[string]string{"containerd": "containerd", "crio": "crio"}[harness.NormalizeRuntime(n.Runtime.Name)]
+	if process == "" {
+		return fmt.Errorf("no known process for runtime %s", n.Runtime)
+	}
+	_, err := n.cs.CoreV1().RESTClient().Post().Namespace(n.relay.Namespace).Resource("pods").
+		Name(n.relay.Name+":"+relayHTTPPort).SubResource("proxy").Suffix("restart-runtime").
+		Param("process", process).DoRaw(ctx)
+	return err
+}
+
+// nriEvents returns the fake NRI plugin's (instance a) records of a pod.
+func (n *node) nriEvents(ctx context.Context, podUID string) ([]nriEvent, error) {
+	plugin, err := harness.PodOnNode(ctx, n.cs, nriNamespace, "app.kubernetes.io/name=fake-nri-plugin", n.Name)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := harness.ProxyGet(ctx, n.cs, plugin, "8080", "/events", map[string]string{"podUID": podUID})
+	if err != nil {
+		return nil, err
+	}
+	var events []nriEvent
+	return events, json.Unmarshal(raw, &events)
+}
+
+type nriEvent struct {
+	Event         string `json:"event"`
+	ContainerName string `json:"containerName"`
+	ContainerID   string `json:"containerID"`
+	Result        string `json:"result"`
+	Message       string `json:"message"`
+}
+
+// describeRecords renders records for a failure message.
+func describeRecords(records []ociruntime.Record) string {
+	var b strings.Builder
+	for _, r := range records {
+		fmt.Fprintf(&b, "  %s %s %s %s %s %s %s\n", r.Time.Format("15:04:05.000"), r.Command, r.Phase, r.Kind, r.ID, r.Delay, r.Error)
+	}
+	if b.Len() == 0 {
+		return "  (none)\n"
+	}
+	return b.String()
+}

@@ -1,0 +1,92 @@
+package cri
+
+// How a spec makes one creation slower than its caller's deadline without
+// slowing anything else on the node.
+//
+// runc-slow (the faultline-slow runtime handler) sleeps inside the OCI
+// create. CRI-O runs the OCI create in RunPodSandbox and in CreateContainer,
+// containerd only in RunPodSandbox: its CreateContainer writes metadata and
+// leaves the OCI create to StartContainer. The one step of containerd's
+// CreateContainer that can wait is the NRI CreateContainer hook, so there the
+// fake NRI plugin stalls. NRI cuts a plugin off at its own request timeout,
+// so that stall must stay below it, and the caller's deadline below the
+// stall; and NRI also cuts the plugin off when the caller's deadline passes
+// first (a context error counts as fatal in NRI's adaptation), after which
+// the creation goes on without the plugin.
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+const (
+	// ociDelay is how long runc-slow holds a creation; ociDeadline is the
+	// caller's deadline then: long enough for the steps before the OCI create
+	// on a loaded node, well short of the delay.
+	ociDelay    = 10 * time.Second
+	ociDeadline = 3 * time.Second
+	// retryInterval is how often a spec repeats a request, as the kubelet
+	// does (it retries at its next pod sync).
+	retryInterval = time.Second
+	// cleanupWindow bounds a runtime removing a timed-out object nobody
+	// claimed (CRI-O: a minute or two, its resource store's GC).
+	cleanupWindow = 4 * time.Minute
+)
+
+// slowdown is one way to make a creation slow.
+type slowdown struct {
+	// ViaNRI: the fake NRI plugin stalls the CreateContainer hook.
+	ViaNRI bool
+	// Delay is how long the creation is held; Deadline the caller's.
+	Delay, Deadline time.Duration
+}
+
+func (s slowdown) String() string {
+	how := "runc-slow delays the OCI create"
+	if s.ViaNRI {
+		how = "the fake NRI plugin stalls the CreateContainer hook"
+	}
+	return fmt.Sprintf("%s by %s; the caller's deadline is %s", how, s.Delay, s.Deadline)
+}
+
+// needsNRISlowdown: the runtime runs no OCI create in CreateContainer.
+func needsNRISlowdown(rt harness.Runtime) bool {
+	return harness.NormalizeRuntime(rt.Name) == "containerd"
+}
+
+// slowdownFor picks the mechanism for a runtime and a stage.
+func slowdownFor(rt harness.Runtime, stage string) slowdown {
+	if stage == stageContainer && needsNRISlowdown(rt) {
+		timeout := harness.Flags.NRIRequestTimeout
+		return slowdown{ViaNRI: true, Delay: timeout * 3 / 4, Deadline: timeout / 4}
+	}
+	return slowdown{Delay: ociDelay, Deadline: ociDeadline}
+}
+
+// sandboxAnnotations ask for a slow sandbox creation (request identifies
+// the records).
+func sandboxAnnotations(request string, delay time.Duration) map[string]string {
+	a := map[string]string{ociruntime.RequestAnnotation: request}
+	if delay > 0 {
+		a[ociruntime.SandboxDelayAnnotation] = delay.String()
+	}
+	return a
+}
+
+// containerAnnotations ask for a slow container creation.
+func containerAnnotations(request string, delay time.Duration) map[string]string {
+	a := map[string]string{ociruntime.RequestAnnotation: request}
+	if delay > 0 {
+		a[ociruntime.ContainerDelayAnnotation] = delay.String()
+	}
+	return a
+}
+
+// nriStallAnnotation stalls the first CreateContainer of container in the
+// pod that carries it (fake NRI plugin instance a).
+func nriStallAnnotation(container string, stall time.Duration) (string, string) {
+	return "nri.faultline.k8s.io/faultline-a.CreateContainer", fmt.Sprintf("stall=%s;times=1;container=%s", stall, container)
+}

@@ -1,0 +1,281 @@
+package cri
+
+// A target is one object a spec asks the runtime to create directly over CRI:
+// a pod sandbox, or a container in the sandbox of a pod the kubelet runs.
+// Direct sandboxes belong to no pod the kubelet knows, so the kubelet stops
+// them as orphans soon after they are listed; the specs only need them to
+// exist. Direct containers are never started, which the kubelet leaves alone.
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/onsi/gomega"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	v1 "k8s.io/api/core/v1"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+	"k8s.io/kubernetes/test/e2e/framework"
+	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+const (
+	stageSandbox   = "RunPodSandbox"
+	stageContainer = "CreateContainer"
+	// requestLabel carries the request's token on the objects, for listing.
+	requestLabel = "cri.faultline.k8s.io/request"
+	// directContainer is the name of the containers the specs create.
+	directContainer = "direct"
+)
+
+type target struct {
+	stage   string
+	token   string
+	attempt uint32
+	node    *node
+	slow    slowdown
+	// container stage: the host pod's sandbox and its config
+	hostPod       *v1.Pod
+	hostSandboxID string
+	hostConfig    *runtimeapi.PodSandboxConfig
+	imageID       string
+}
+
+// newTarget prepares a target; for containers it starts the host pod first.
+func newTarget(ctx context.Context, f *framework.Framework, n *node, stage string) *target {
+	t := &target{stage: stage, token: f.Namespace.Name, node: n, slow: slowdownFor(n.Runtime, stage)}
+	if stage == stageContainer {
+		t.startHostPod(ctx, f)
+	}
+	return t
+}
+
+func (t *target) startHostPod(ctx context.Context, f *framework.Framework) {
+	pod := harness.TestPod("host", "host of direct containers")
+	pod.Spec.RuntimeClassName = new(string)
+	*pod.Spec.RuntimeClassName = slowHandler
+	if t.slow.ViaNRI {
+		key, value := nriStallAnnotation(directContainer, t.slow.Delay)
+		pod.Annotations = map[string]string{key: value}
+	}
+	t.hostPod = e2epod.NewPodClient(f).CreateSync(ctx, pod)
+	sandboxes, err := t.node.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
+		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(t.hostPod.UID)},
+		State:         &runtimeapi.PodSandboxStateValue{State: runtimeapi.PodSandboxState_SANDBOX_READY},
+	}})
+	framework.ExpectNoError(err)
+	gomega.Expect(sandboxes.Items).To(gomega.HaveLen(1), "the host pod must have one ready sandbox")
+	sb := sandboxes.Items[0]
+	t.hostSandboxID = sb.Id
+	t.hostConfig = &runtimeapi.PodSandboxConfig{
+		Metadata: sb.Metadata, Labels: sb.Labels, Annotations: sb.Annotations,
+		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", t.hostPod.Namespace, t.hostPod.Name, t.hostPod.UID),
+		Linux:        &runtimeapi.LinuxPodSandboxConfig{},
+	}
+	images := runtimeapi.NewImageServiceClient(t.node.conn)
+	image, err := images.ImageStatus(ctx, &runtimeapi.ImageStatusRequest{Image: &runtimeapi.ImageSpec{Image: harness.Flags.FakesImage}})
+	framework.ExpectNoError(err)
+	gomega.Expect(image.GetImage()).NotTo(gomega.BeNil(), "the fakes image must be on the node")
+	t.imageID = image.GetImage().GetId()
+}
+
+func (t *target) sandboxConfig(delay bool) *runtimeapi.PodSandboxConfig {
+	d := t.slow.Delay
+	if !delay {
+		d = 0
+	}
+	name := "direct-" + t.token
+	return &runtimeapi.PodSandboxConfig{
+		Metadata:     &runtimeapi.PodSandboxMetadata{Name: name, Namespace: relayNamespace, Uid: t.token, Attempt: t.attempt},
+		Hostname:     name,
+		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", relayNamespace, name, t.token),
+		Labels:       map[string]string{requestLabel: t.token},
+		Annotations:  sandboxAnnotations(t.token, d),
+		// A shared PID namespace: CRI-O then runs an infra container, the OCI
+		// create runc-slow delays (without one, CRI-O's RunPodSandbox runs no
+		// OCI runtime at all).
+		Linux: &runtimeapi.LinuxPodSandboxConfig{CgroupParent: "faultline-cri.slice", SecurityContext: &runtimeapi.LinuxSandboxSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_POD},
+		}},
+	}
+}
+
+func (t *target) containerConfig(delay bool) *runtimeapi.ContainerConfig {
+	d := t.slow.Delay
+	if !delay || t.slow.ViaNRI {
+		d = 0 // the NRI stall comes from the host pod's annotation
+	}
+	return &runtimeapi.ContainerConfig{
+		Metadata:    &runtimeapi.ContainerMetadata{Name: directContainer, Attempt: t.attempt},
+		Image:       &runtimeapi.ImageSpec{Image: t.imageID, UserSpecifiedImage: harness.Flags.FakesImage},
+		Command:     []string{"/usr/local/bin/testpod", "--message", "direct container " + t.token},
+		Labels:      map[string]string{requestLabel: t.token},
+		Annotations: containerAnnotations(t.token, d),
+		// in the pod's log directory, which the kubelet made (runtimes do not)
+		LogPath: fmt.Sprintf("%s-%d.log", directContainer, t.attempt),
+		// as the kubelet asks for a pod that does not share its PID namespace
+		Linux: &runtimeapi.LinuxContainerConfig{SecurityContext: &runtimeapi.LinuxContainerSecurityContext{
+			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
+		}},
+	}
+}
+
+// create sends the request with the given deadline. delay false asks for
+// no slowdown (a changed request in spec 5).
+func (t *target) create(ctx context.Context, deadline time.Duration, delay bool) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	if t.stage == stageSandbox {
+		resp, err := t.node.CRI.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{Config: t.sandboxConfig(delay), RuntimeHandler: slowHandler})
+		return resp.GetPodSandboxId(), err
+	}
+	resp, err := t.node.CRI.CreateContainer(ctx, &runtimeapi.CreateContainerRequest{
+		PodSandboxId: t.hostSandboxID, Config: t.containerConfig(delay), SandboxConfig: t.hostConfig,
+	})
+	return resp.GetContainerId(), err
+}
+
+// listed returns the IDs the runtime lists for this target's token.
+func (t *target) listed(ctx context.Context) ([]string, error) {
+	selector := map[string]string{requestLabel: t.token}
+	var ids []string
+	if t.stage == stageSandbox {
+		resp, err := t.node.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{LabelSelector: selector}})
+		for _, s := range resp.GetItems() {
+			ids = append(ids, s.Id)
+		}
+		return ids, err
+	}
+	resp, err := t.node.CRI.ListContainers(ctx, &runtimeapi.ListContainersRequest{Filter: &runtimeapi.ContainerFilter{LabelSelector: selector}})
+	for _, c := range resp.GetContainers() {
+		ids = append(ids, c.Id)
+	}
+	return ids, err
+}
+
+// status asks the runtime about one ID: an operation a timed-out, unclaimed
+// object must not answer.
+func (t *target) status(ctx context.Context, id string) error {
+	if t.stage == stageSandbox {
+		_, err := t.node.CRI.PodSandboxStatus(ctx, &runtimeapi.PodSandboxStatusRequest{PodSandboxId: id})
+		return err
+	}
+	_, err := t.node.CRI.ContainerStatus(ctx, &runtimeapi.ContainerStatusRequest{ContainerId: id})
+	return err
+}
+
+// started returns the IDs the runtime began to create for the token, in
+// order: runc-slow's create records, or the fake NRI plugin's
+// CreateContainer events on containerd.
+func (t *target) started(ctx context.Context) ([]string, error) {
+	var ids []string
+	seen := map[string]bool{}
+	add := func(id string) {
+		if id != "" && !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if t.slow.ViaNRI {
+		events, err := t.node.nriEvents(ctx, string(t.hostPod.UID))
+		for _, e := range events {
+			if e.Event == "CreateContainer" && e.ContainerName == directContainer {
+				add(e.ContainerID)
+			}
+		}
+		return ids, err
+	}
+	records, err := t.node.ociRecords(ctx, t.token)
+	for _, r := range records {
+		if r.Command == "create" && r.Phase == "begin" && r.Kind == t.kind() {
+			add(r.ID)
+		}
+	}
+	return ids, err
+}
+
+// finished reports whether the slow step of every started creation is over
+// (runc-slow handed over to runc). It returns an error when the runtime gave
+// the creation up instead: it deleted the object before the OCI create ran.
+// The NRI path cannot tell; it reports true (the stall is over by then).
+func (t *target) finished(ctx context.Context) (bool, error) {
+	if t.slow.ViaNRI {
+		return true, nil
+	}
+	records, err := t.node.ociRecords(ctx, t.token)
+	if err != nil {
+		return false, err
+	}
+	pending := map[string]bool{}
+	for _, r := range records {
+		switch {
+		case r.Command == "create" && r.Kind == t.kind() && r.Delay != "" && r.Phase == "begin":
+			pending[r.ID] = true
+		case r.Command == "create" && r.Phase == "exec":
+			delete(pending, r.ID)
+		case r.Command == "delete" && pending[r.ID]:
+			return false, fmt.Errorf("%s gave the creation of %s up when the caller's deadline passed: it deleted the object "+
+				"before its OCI create finished, so nothing is kept for the retry", t.node.Runtime, r.ID)
+		}
+	}
+	return len(records) > 0 && len(pending) == 0, nil
+}
+
+// removed reports whether the runtime dropped the object: it does not know
+// the ID, and (runc-slow) the OCI runtime was told to delete it.
+func (t *target) removed(ctx context.Context, id string) (bool, error) {
+	if err := t.status(ctx, id); status.Code(err) != codes.NotFound {
+		return false, nil
+	}
+	if t.slow.ViaNRI {
+		return true, nil
+	}
+	records, err := t.node.ociRecords(ctx, t.token)
+	for _, r := range records {
+		if r.ID == id && r.Command == "delete" {
+			return true, err
+		}
+	}
+	return false, err
+}
+
+func (t *target) kind() string {
+	if t.stage == stageSandbox {
+		return "sandbox"
+	}
+	return "container"
+}
+
+// cleanup removes whatever the target left in the runtime.
+func (t *target) cleanup(ctx context.Context) {
+	started, _ := t.started(ctx)
+	listed, _ := t.listed(ctx)
+	for _, id := range append(started, listed...) {
+		if t.stage == stageSandbox {
+			_, _ = t.node.CRI.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
+			_, _ = t.node.CRI.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
+		} else {
+			_, _ = t.node.CRI.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
+		}
+	}
+}
+
+// describe renders what the runtime and the witnesses say, for failures.
+func (t *target) describe(ctx context.Context) string {
+	listed, lerr := t.listed(ctx)
+	started, serr := t.started(ctx)
+	records, _ := t.node.ociRecords(ctx, t.token)
+	s := fmt.Sprintf("%s %s (attempt %d) on %s, runtime %s; %s\n  listed: %v (%v)\n  creations started: %v (%v)\n  runc-slow records:\n%s",
+		t.stage, t.token, t.attempt, t.node.Name, t.node.Runtime, t.slow, listed, lerr, started, serr, describeRecords(records))
+	if t.slow.ViaNRI {
+		events, err := t.node.nriEvents(ctx, string(t.hostPod.UID))
+		s += fmt.Sprintf("  fake NRI plugin events of the host pod (%v):\n", err)
+		for _, e := range events {
+			s += fmt.Sprintf("    %s %s %s %s %s\n", e.Event, e.ContainerName, e.ContainerID, e.Result, e.Message)
+		}
+	}
+	return s
+}
