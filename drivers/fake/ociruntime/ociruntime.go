@@ -39,7 +39,7 @@ const (
 
 // Where the runtimes say what an OCI bundle is ("sandbox" or "container").
 var containerTypeAnnotations = []string{
-	"io.kubernetes.cri.container-type",   // containerd
+	"io.kubernetes.cri.container-type",  // containerd
 	"io.kubernetes.cri-o.ContainerType", // CRI-O
 }
 
