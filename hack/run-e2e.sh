@@ -80,7 +80,7 @@ case $runtime in
     [[ -z $containerd_src ]] || die "--containerd-src is for --runtime containerd" ;;
   all) [[ -z $kubeconfig ]] || die "--runtime all creates one cluster per runtime; with --kubeconfig, name that cluster's runtime"
     [[ -z $node_image ]] || die "--node-image is one runtime's image; use it with --runtime containerd or crio" ;;
-  *) die "unknown runtime '$runtime' (want containerd or crio)" ;;
+  *) die "unknown runtime '$runtime' (want containerd, crio or all)" ;;
 esac
 [[ $procs =~ ^[1-9][0-9]*$ ]] || die "--procs wants a positive number, got '$procs'"
 if [[ -n $kubeconfig ]]; then
@@ -174,15 +174,21 @@ cleanup() {
 trap cleanup EXIT
 trap 'say "interrupted"; exit 130' INT TERM
 
+# ensure_engine starts a Docker engine if none answers, and remembers whether
+# it did, so that cleanup stops only an engine this run started.
+ensure_engine() {
+  local engine_out=$artifacts/engine.txt
+  run_stage "ensure container engine" bash -c 'hack/ensure-engine.sh start > "$0"' "$engine_out" || return 1
+  if [[ $(cat "$engine_out") == started ]]; then engine_started=true; fi
+}
+
 # --- build tools and images ---------------------------------------------------
 run_stage "build faultline CLI" go build -o "$faultline" ./cmd/faultline || exit 1
 
 # --- all runtimes: this script once per runtime, results side by side --------
 if [[ $runtime == all ]]; then
   # One engine for both runs: a run that finds an engine answering leaves it on.
-  engine_out=$artifacts/engine.txt
-  run_stage "ensure container engine" bash -c 'hack/ensure-engine.sh start > "$0"' "$engine_out" || exit 1
-  [[ $(cat "$engine_out") == started ]] && engine_started=true
+  ensure_engine || exit 1
   common=(--procs "$procs" --artifacts "$artifacts"
     --runtime-request-timeout "$runtime_request_timeout" --nri-request-timeout "$nri_request_timeout")
   for s in "${suites[@]}"; do common+=(--suite "$s"); done
@@ -208,9 +214,7 @@ if [[ $runtime == all ]]; then
 fi
 
 if [[ -z $kubeconfig ]]; then
-  engine_out=$artifacts/engine.txt
-  run_stage "ensure container engine" bash -c 'hack/ensure-engine.sh start > "$0"' "$engine_out" || exit 1
-  [[ $(cat "$engine_out") == started ]] && engine_started=true
+  ensure_engine || exit 1
 
   if [[ -z $node_image ]]; then
     # debootstrap makes the node's root filesystem; containerd builds with cgo.

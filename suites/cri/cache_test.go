@@ -8,8 +8,8 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -157,7 +157,7 @@ func waitFinished(ctx context.Context, t *target) error {
 	var abandoned error
 	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
 		done, err := t.finished(ctx)
-		if err != nil && strings.Contains(err.Error(), "gave the creation of") {
+		if errors.Is(err, errAbandoned) {
 			abandoned = err
 			return true, nil
 		}

@@ -34,16 +34,16 @@ var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) {
 	framework.ExpectNoError(err, "connect to the cluster")
 	node, err := harness.SchedulableNode(ctx, cs)
 	framework.ExpectNoError(err)
-	dir, file, err := harness.CRISocket(ctx, cs, node)
+	socket, err := harness.CRISocketValues(ctx, cs, node)
 	framework.ExpectNoError(err, "find the runtime's CRI socket for the relay")
-	framework.Logf("CRI socket: %s/%s (from node %s)", dir, file, node)
-	extra := map[string]string{"CRISocketDir": dir, "CRISocket": file}
 	sets := map[string]string{"cri": relayNamespace}
-	if rt, err := harness.NodeRuntime(ctx, cs, node); err == nil && needsNRISlowdown(rt) {
+	rt, err := harness.NodeRuntime(ctx, cs, node)
+	framework.ExpectNoError(err, "read node %s's runtime", node)
+	if needsNRISlowdown(rt) {
 		sets["nri"] = nriNamespace
 	}
 	for set, ns := range sets {
-		d, err := harness.Deploy(ctx, set, ns, extra)
+		d, err := harness.Deploy(ctx, set, ns, socket)
 		framework.ExpectNoError(err, "deploy fixture set %s", set)
 		deployments = append(deployments, d)
 		framework.ExpectNoError(harness.WaitForDaemonSets(ctx, cs, ns, deploymentTimeout), "fixture set %s must become Ready", set)

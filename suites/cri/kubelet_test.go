@@ -7,15 +7,11 @@ package cri
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
@@ -83,12 +79,12 @@ var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(f
 				created[r.Kind] = append(created[r.Kind], r.ID)
 			}
 		}
-		events := podEvents(ctx, f.ClientSet, pod)
-		for _, e := range events {
-			ginkgo.AddReportEntry("pod event", e)
-		}
-		detail := fmt.Sprintf("runtime %s; listed %d sandbox(es), %d container(s); OCI creates %v\nevents:\n  %s\nrunc-slow records:\n%s",
-			n.Runtime, len(sandboxes.Items), len(containers.Containers), created, strings.Join(events, "\n  "), describeRecords(records))
+		list, err := harness.PodEvents(ctx, f.ClientSet, pod)
+		framework.ExpectNoError(err)
+		events := harness.FormatPodEvents(list)
+		ginkgo.AddReportEntry("pod events", events)
+		detail := fmt.Sprintf("runtime %s; listed %d sandbox(es), %d container(s); OCI creates %v\nevents:\n%srunc-slow records:\n%s",
+			n.Runtime, len(sandboxes.Items), len(containers.Containers), created, events, describeRecords(records))
 		gomega.Expect(created["sandbox"]).To(gomega.HaveLen(1), "the runtime must create the sandbox once\n%s", detail)
 		why := ""
 		if len(created["container"]) > 1 {
@@ -101,38 +97,16 @@ var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(f
 		gomega.Expect(sandboxes.Items).To(gomega.HaveLen(1), "exactly one sandbox listed for the pod\n%s", detail)
 		gomega.Expect(containers.Containers).To(gomega.HaveLen(1), "exactly one container listed for the pod\n%s", detail)
 		framework.ExpectNoError(runErr, "%s: the pod must run once the slow creations are done\n%s", n.Runtime, detail)
-		gomega.Expect(strings.Join(events, "\n")).To(gomega.ContainSubstring("FailedCreatePodSandBox"),
+		gomega.Expect(events).To(gomega.ContainSubstring("FailedCreatePodSandBox"),
 			"the pod's events must show that the kubelet's sandbox request timed out\n%s", detail)
 	})
 })
 
-// runtimeRequestTimeout reads the kubelet's runtimeRequestTimeout from its
-// configuration (/configz through the API server's node proxy).
+// runtimeRequestTimeout is the kubelet's runtimeRequestTimeout on node.
 func runtimeRequestTimeout(ctx context.Context, cs clientset.Interface, node string) (time.Duration, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	cfg, err := harness.ReadKubeletConfig(ctx, cs, node)
 	if err != nil {
 		return 0, err
 	}
-	var cfg struct {
-		KubeletConfig struct {
-			RuntimeRequestTimeout string `json:"runtimeRequestTimeout"`
-		} `json:"kubeletconfig"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return 0, err
-	}
-	return time.ParseDuration(cfg.KubeletConfig.RuntimeRequestTimeout)
-}
-
-// podEvents renders the pod's events, oldest first.
-func podEvents(ctx context.Context, cs clientset.Interface, pod *v1.Pod) []string {
-	list, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.uid=" + string(pod.UID)})
-	if err != nil {
-		return []string{err.Error()}
-	}
-	var out []string
-	for _, e := range list.Items {
-		out = append(out, fmt.Sprintf("%s %s (x%d): %s", e.Type, e.Reason, e.Count, e.Message))
-	}
-	return out
+	return time.ParseDuration(cfg.RuntimeRequestTimeout)
 }

@@ -20,6 +20,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -149,7 +150,7 @@ func (n *node) restartRuntime(ctx context.Context) error {
 }
 
 // nriEvents returns the fake NRI plugin's (instance a) records of a pod.
-func (n *node) nriEvents(ctx context.Context, podUID string) ([]nriEvent, error) {
+func (n *node) nriEvents(ctx context.Context, podUID string) ([]record.Event, error) {
 	plugin, err := harness.PodOnNode(ctx, n.cs, nriNamespace, "app.kubernetes.io/name=fake-nri-plugin", n.Name)
 	if err != nil {
 		return nil, err
@@ -158,16 +159,8 @@ func (n *node) nriEvents(ctx context.Context, podUID string) ([]nriEvent, error)
 	if err != nil {
 		return nil, err
 	}
-	var events []nriEvent
+	var events []record.Event
 	return events, json.Unmarshal(raw, &events)
-}
-
-type nriEvent struct {
-	Event         string `json:"event"`
-	ContainerName string `json:"containerName"`
-	ContainerID   string `json:"containerID"`
-	Result        string `json:"result"`
-	Message       string `json:"message"`
 }
 
 // describeRecords renders records for a failure message.

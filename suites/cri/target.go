@@ -8,6 +8,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -197,6 +198,9 @@ func (t *target) started(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
+// errAbandoned marks a creation the runtime gave up instead of finishing.
+var errAbandoned = errors.New("creation abandoned")
+
 // finished reports whether the slow step of every started creation is over
 // (runc-slow handed over to runc). It returns an error when the runtime gave
 // the creation up instead: it deleted the object before the OCI create ran.
@@ -217,8 +221,8 @@ func (t *target) finished(ctx context.Context) (bool, error) {
 		case r.Command == "create" && r.Phase == "exec":
 			delete(pending, r.ID)
 		case r.Command == "delete" && pending[r.ID]:
-			return false, fmt.Errorf("%s gave the creation of %s up when the caller's deadline passed: it deleted the object "+
-				"before its OCI create finished, so nothing is kept for the retry", t.node.Runtime, r.ID)
+			return false, fmt.Errorf("%w: %s gave the creation of %s up when the caller's deadline passed: it deleted the object "+
+				"before its OCI create finished, so nothing is kept for the retry", errAbandoned, t.node.Runtime, r.ID)
 		}
 	}
 	return len(records) > 0 && len(pending) == 0, nil

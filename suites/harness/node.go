@@ -46,21 +46,36 @@ func NormalizeRuntime(name string) string {
 	return strings.ReplaceAll(strings.ToLower(name), "-", "")
 }
 
+// KubeletConfig is what the specs read of a kubelet's running configuration.
+type KubeletConfig struct {
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
+	RuntimeRequestTimeout    string `json:"runtimeRequestTimeout"`
+}
+
+// ReadKubeletConfig reads the kubelet's configuration on node (/configz
+// through the API server's node proxy).
+func ReadKubeletConfig(ctx context.Context, cs clientset.Interface, node string) (KubeletConfig, error) {
+	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	if err != nil {
+		return KubeletConfig{}, err
+	}
+	var cfg struct {
+		KubeletConfig KubeletConfig `json:"kubeletconfig"`
+	}
+	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return KubeletConfig{}, fmt.Errorf("kubelet /configz on %s: %w", node, err)
+	}
+	return cfg.KubeletConfig, nil
+}
+
 // CRISocket returns the directory and file name of the node's CRI socket,
 // from the kubelet's configuration (containerRuntimeEndpoint), else the
 // runtime's default.
 func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
+	cfg, err := ReadKubeletConfig(ctx, cs, node)
 	if err == nil {
-		var cfg struct {
-			KubeletConfig struct {
-				ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
-			} `json:"kubeletconfig"`
-		}
-		if json.Unmarshal(raw, &cfg) == nil {
-			if ep := strings.TrimPrefix(cfg.KubeletConfig.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
-				return path.Dir(ep), path.Base(ep), nil
-			}
+		if ep := strings.TrimPrefix(cfg.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
+			return path.Dir(ep), path.Base(ep), nil
 		}
 	}
 	framework.Logf("cannot read the kubelet's containerRuntimeEndpoint on %s (%v); using the runtime's default socket", node, err)
@@ -75,6 +90,17 @@ func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, f
 		return "/var/run/crio", "crio.sock", nil
 	}
 	return "", "", fmt.Errorf("node %s runs %s: no known CRI socket", node, rt)
+}
+
+// CRISocketValues are the fixture values (.Extra.CRISocketDir,
+// .Extra.CRISocket) of fixtures that mount node's CRI socket.
+func CRISocketValues(ctx context.Context, cs clientset.Interface, node string) (map[string]string, error) {
+	dir, file, err := CRISocket(ctx, cs, node)
+	if err != nil {
+		return nil, err
+	}
+	framework.Logf("CRI socket on node %s: %s/%s", node, dir, file)
+	return map[string]string{"CRISocketDir": dir, "CRISocket": file}, nil
 }
 
 // SchedulableNode returns a node test pods can land on, for the deployment.

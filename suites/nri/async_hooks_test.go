@@ -17,6 +17,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 var _ = framework.Describe("NRI asynchronous and post hooks", framework.WithFeature(featureNRI), func() {
@@ -53,7 +54,7 @@ var _ = framework.Describe("NRI asynchronous and post hooks", framework.WithFeat
 			fired := eventuallyRecorded(ctx, f, node, B, pod, event, record.Error, podDeletion)
 			ginkgo.By(fmt.Sprintf("%s failed %s %d time(s): %s", B, event, len(Only(fired, event)), want))
 
-			events, err := PodEvents(ctx, f.ClientSet, pod)
+			events, err := harness.PodEvents(ctx, f.ClientSet, pod)
 			framework.ExpectNoError(err)
 			for _, e := range events {
 				gomega.Expect(e.Message).NotTo(gomega.ContainSubstring(want),

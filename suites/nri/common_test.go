@@ -16,6 +16,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // createVictim creates pod, registers the failure dump for it and waits
@@ -121,14 +122,14 @@ func expectOnlyAttempt(ctx context.Context, f *framework.Framework, node string,
 // request for pod.
 func expectNoFailureEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod) {
 	ginkgo.GinkgoHelper()
-	events, err := PodEvents(ctx, f.ClientSet, pod)
+	events, err := harness.PodEvents(ctx, f.ClientSet, pod)
 	framework.ExpectNoError(err)
 	for _, e := range events {
 		if e.Type == v1.EventTypeWarning {
 			switch e.Reason {
 			case "FailedCreatePodSandBox", "Failed", "FailedKillPod", "BackOff", "FailedSync":
 				framework.Failf("the kubelet reported a failed request for pod %s: %s %s: %s\nall events:\n%s",
-					pod.Name, e.Reason, e.Type, e.Message, FormatPodEvents(events))
+					pod.Name, e.Reason, e.Type, e.Message, harness.FormatPodEvents(events))
 			}
 		}
 	}

@@ -94,7 +94,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 		var found *v1.Event
 		var all []v1.Event
 		pollErr := wait.PollUntilContextTimeout(ctx, time.Second, eventDelivery, true, func(ctx context.Context) (bool, error) {
-			all, err = PodEvents(ctx, f.ClientSet, pod)
+			all, err = harness.PodEvents(ctx, f.ClientSet, pod)
 			if err != nil {
 				return false, nil // the API server may blink; poll again
 			}
@@ -104,7 +104,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 		if found == nil {
 			framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
 				"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),
-				eventDelivery, pollErr, FormatPodEvents(all))
+				eventDelivery, pollErr, harness.FormatPodEvents(all))
 		}
 		ginkgo.By("the kubelet reports: " + found.Message)
 	})

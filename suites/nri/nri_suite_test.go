@@ -40,10 +40,9 @@ var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) {
 	framework.ExpectNoError(err, "connect to the cluster")
 	node, err := harness.SchedulableNode(ctx, cs)
 	framework.ExpectNoError(err)
-	dir, file, err := harness.CRISocket(ctx, cs, node)
+	socket, err := harness.CRISocketValues(ctx, cs, node)
 	framework.ExpectNoError(err, "find the runtime's CRI socket for the runtime-state container")
-	framework.Logf("CRI socket for runtime-state: %s/%s (from node %s)", dir, file, node)
-	deployment, err = harness.Deploy(ctx, "nri", PluginNamespace, map[string]string{"CRISocketDir": dir, "CRISocket": file})
+	deployment, err = harness.Deploy(ctx, "nri", PluginNamespace, socket)
 	framework.ExpectNoError(err, "deploy the fake NRI plugin")
 	framework.ExpectNoError(harness.WaitForDaemonSets(ctx, cs, PluginNamespace, deploymentTimeout),
 		"every fake NRI plugin instance must register with the runtime (its container is Ready only then)")

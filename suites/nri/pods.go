@@ -11,8 +11,6 @@ import (
 
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	clientset "k8s.io/client-go/kubernetes"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
@@ -35,17 +33,6 @@ func VictimPod(name string, annotations map[string]string) *v1.Pod {
 	return pod
 }
 
-// PodEvents lists the events about pod (by UID), oldest first.
-func PodEvents(ctx context.Context, cs clientset.Interface, pod *v1.Pod) ([]v1.Event, error) {
-	list, err := cs.CoreV1().Events(pod.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: fields.OneTermEqualSelector("involvedObject.uid", string(pod.UID)).String(),
-	})
-	if err != nil {
-		return nil, err
-	}
-	return list.Items, nil
-}
-
 // FindEvent returns the first event with reason whose message contains
 // text, or nil. Text also matches in its JSON-escaped form: some kubelet
 // events (ResizeError) carry the runtime's error inside a JSON document.
@@ -61,28 +48,19 @@ func FindEvent(events []v1.Event, reason, text string) *v1.Event {
 	return nil
 }
 
-// FormatPodEvents renders events one per line, for messages.
-func FormatPodEvents(events []v1.Event) string {
-	var b strings.Builder
-	for _, e := range events {
-		fmt.Fprintf(&b, "  %s %s (x%d): %s\n", e.Type, e.Reason, max(e.Count, 1), e.Message)
-	}
-	return b.String()
-}
-
 // EventuallyPodEvent waits for an event with reason whose message contains
 // text, and returns it.
 func EventuallyPodEvent(ctx context.Context, cs clientset.Interface, pod *v1.Pod, reason, text string, timeout time.Duration) *v1.Event {
 	var found *v1.Event
 	gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-		events, err := PodEvents(ctx, cs, pod)
+		events, err := harness.PodEvents(ctx, cs, pod)
 		if err != nil {
 			return "", err
 		}
 		if found = FindEvent(events, reason, text); found != nil {
 			return "found", nil
 		}
-		return FormatPodEvents(events), nil
+		return harness.FormatPodEvents(events), nil
 	}).WithTimeout(timeout).WithPolling(time.Second).Should(gomega.Equal("found"),
 		"pod %s/%s must get a %s event containing %q; its events", pod.Namespace, pod.Name, reason, text)
 	return found
