@@ -1,10 +1,14 @@
-# The targets a Go user expects. hack/run-e2e.sh is the main job; these wrap it.
-.PHONY: all build test vet fmt e2e e2e-smoke clean
+# The targets a Go user expects. hack/run-e2e.sh (faultline e2e) is the main job; these wrap it.
+.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-interrupt clean
 
 all: build test
 
 build:
 	go build -o _output/bin/faultline ./cmd/faultline
+
+# One binary with every suite, as Kubernetes ships e2e.test.
+test-binary:
+	go test -c -o _output/bin/faultline.test ./suites
 
 test:
 	go test ./...
@@ -21,6 +25,9 @@ e2e:
 e2e-smoke:
 	hack/run-e2e.sh --label-filter smoke
 
+# A real run, interrupted while kind creates its cluster (needs root and kind).
+test-interrupt:
+	FAULTLINE_INTERRUPT_TEST=1 go test ./test/interrupt -count=1 -v -timeout 30m
+
 clean:
 	rm -rf _output _artifacts
-	find suites -name '*.test' -delete

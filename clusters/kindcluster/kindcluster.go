@@ -1,20 +1,25 @@
-// Package kindcluster creates and deletes the kind clusters faultline runs on,
-// through kind's Go API, from the checked-in config of a runtime plus the
-// settings of one run.
+// Package kindcluster creates, reuses and deletes the kind clusters faultline
+// runs on, through kind's Go API, from the checked-in config of a runtime
+// (clusters/runtimes) plus the settings of one run, and records each cluster's
+// facts (clusters/facts) in it.
 package kindcluster
 
 import (
 	"bytes"
 	"context"
-	_ "embed"
+	"embed"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
+	"text/template"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/kind/pkg/cluster"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
@@ -22,27 +27,31 @@ import (
 	"sigs.k8s.io/kind/pkg/cmd"
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/yaml"
+
+	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
 
-//go:embed configs/containerd.yaml
-var containerdConfig []byte
-
-//go:embed configs/crio.yaml
-var crioConfig []byte
-
-// CRIOSocket is where CRI-O serves the CRI in faultline's crio nodes.
-const CRIOSocket = "unix:///var/run/crio/crio.sock"
+// configs are the checked-in kind configs and run-config templates of the
+// runtimes clusters/runtimes describes (KindConfig, RunConfig).
+//
+//go:embed configs
+var configs embed.FS
 
 // Settings are what one run chooses on top of the checked-in config.
 type Settings struct {
-	Name      string
-	Runtime   string // containerd (the default) or crio
+	Name string
+	// Runtime is a runtime clusters/runtimes knows, by name or alias ("": its
+	// default).
+	Runtime   string
 	NodeImage string
 	// RuntimeRequestTimeout is the kubelet's runtimeRequestTimeout: how long it
-	// waits for a CRI call (RunPodSandbox gets twice that). 0 keeps the default.
+	// waits for a CRI call (RunPodSandbox gets twice that). 0 means
+	// facts.DefaultRuntimeRequestTimeout, the default the suites assume too.
 	RuntimeRequestTimeout time.Duration
 	// NRIRequestTimeout and NRIRegistrationTimeout are the runtime's NRI plugin
-	// timeouts. 0 keeps the image's defaults.
+	// timeouts, always written into the node's runtime config. 0 means
+	// facts.DefaultNRIRequestTimeout and facts.DefaultNRIRegistrationTimeout.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
 	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
@@ -51,36 +60,76 @@ type Settings struct {
 	Retain bool
 }
 
-// Config renders the kind cluster config for these settings.
+// Resolve looks the runtime up (an alias becomes its name) and fills every
+// unset timeout with its default from clusters/facts.
+func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
+	rt, err := runtimes.Lookup(s.Runtime)
+	if err != nil {
+		return s, rt, err
+	}
+	for _, t := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"runtime request timeout", s.RuntimeRequestTimeout},
+		{"NRI request timeout", s.NRIRequestTimeout},
+		{"NRI registration timeout", s.NRIRegistrationTimeout},
+	} {
+		if t.d < 0 {
+			return s, rt, fmt.Errorf("%s %s: want a positive duration (or 0 for the default)", t.name, t.d)
+		}
+	}
+	f := s.FactSettings()
+	s.Runtime = rt.Name
+	s.RuntimeRequestTimeout, s.NRIRequestTimeout, s.NRIRegistrationTimeout = f.RuntimeRequestTimeout, f.NRIRequestTimeout, f.NRIRegistrationTimeout
+	return s, rt, nil
+}
+
+// FactSettings are the facts (clusters/facts) a cluster of these settings
+// has: what Create records and Reuse checks.
+func (s Settings) FactSettings() facts.Settings {
+	f := facts.Settings{
+		Runtime: s.Runtime, NodeImage: s.NodeImage, RuntimeRequestTimeout: s.RuntimeRequestTimeout,
+		NRIRequestTimeout: s.NRIRequestTimeout, NRIRegistrationTimeout: s.NRIRegistrationTimeout,
+	}.WithDefaults()
+	if rt, err := runtimes.Lookup(f.Runtime); err == nil {
+		f.Runtime = rt.Name
+	}
+	return f
+}
+
+// Config renders the kind cluster config for these settings: the runtime's
+// checked-in config (clusters/runtimes KindConfig), the kubelet's settings,
+// and the runtime's run config with the NRI timeouts.
 func Config(s Settings) (*v1alpha4.Cluster, error) {
-	var raw []byte
-	switch s.Runtime {
-	case "", "containerd":
-		raw = containerdConfig
-	case "crio":
-		raw = crioConfig
-	default:
-		return nil, fmt.Errorf("unknown runtime %q (known: containerd, crio)", s.Runtime)
+	s, rt, err := s.Resolve()
+	if err != nil {
+		return nil, err
+	}
+	raw, err := configs.ReadFile(path.Join("configs", rt.KindConfig))
+	if err != nil {
+		return nil, fmt.Errorf("runtime %s: its kind config: %w", rt.Name, err)
 	}
 	cfg := &v1alpha4.Cluster{}
 	if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
-		return nil, fmt.Errorf("checked-in kind config: %w", err)
+		return nil, fmt.Errorf("checked-in kind config %s: %w", rt.KindConfig, err)
 	}
-	if kubelet := kubeletPatch(s); kubelet != "" {
-		cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubelet)
+	cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubeletPatch(s))
+	run, err := runConfig(s, rt)
+	if err != nil {
+		return nil, err
 	}
-	if s.Runtime == "crio" {
-		// kind patches /etc/containerd/config.toml only; a crio node gets its run
-		// settings as a CRI-O drop-in mounted from the host (written by Create).
-		if crioRunConfig(s) != "" {
-			for i := range cfg.Nodes {
-				cfg.Nodes[i].ExtraMounts = append(cfg.Nodes[i].ExtraMounts, v1alpha4.Mount{
-					HostPath: crioRunConfigPath(s.Name), ContainerPath: "/etc/crio/crio.conf.d/20-faultline-run.conf", Readonly: true,
-				})
-			}
+	if rt.RunConfigPath == "" {
+		// kind merges it into /etc/containerd/config.toml.
+		cfg.ContainerdConfigPatches = append(cfg.ContainerdConfigPatches, run)
+	} else {
+		// kind patches containerd's config only: the node reads its run settings
+		// from a drop-in mounted from the host (written by Create).
+		for i := range cfg.Nodes {
+			cfg.Nodes[i].ExtraMounts = append(cfg.Nodes[i].ExtraMounts, v1alpha4.Mount{
+				HostPath: runConfigPath(s.Name, rt), ContainerPath: rt.RunConfigPath, Readonly: true,
+			})
 		}
-	} else if nri := nriPatch(s); nri != "" {
-		cfg.ContainerdConfigPatches = append(cfg.ContainerdConfigPatches, nri)
 	}
 	for i := range cfg.Nodes {
 		cfg.Nodes[i].Image = s.NodeImage
@@ -89,57 +138,46 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	return cfg, nil
 }
 
+// kubeletPatch sets the kubelet's run settings (s resolved).
 func kubeletPatch(s Settings) string {
-	var lines []string
+	lines := []string{"kind: KubeletConfiguration"}
 	if s.CgroupV1 {
 		lines = append(lines, "failCgroupV1: false")
 	}
-	if s.RuntimeRequestTimeout > 0 {
-		lines = append(lines, fmt.Sprintf("runtimeRequestTimeout: %s", s.RuntimeRequestTimeout))
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "kind: KubeletConfiguration\n" + strings.Join(lines, "\n") + "\n"
+	lines = append(lines, fmt.Sprintf("runtimeRequestTimeout: %s", s.RuntimeRequestTimeout))
+	return strings.Join(lines, "\n") + "\n"
 }
 
-func nriPatch(s Settings) string {
-	var lines []string
-	if s.NRIRequestTimeout > 0 {
-		lines = append(lines, fmt.Sprintf("  plugin_request_timeout = '%s'", s.NRIRequestTimeout))
+// runConfig renders the runtime's run config (s resolved).
+func runConfig(s Settings, rt runtimes.Runtime) (string, error) {
+	raw, err := configs.ReadFile(path.Join("configs", rt.RunConfig))
+	if err != nil {
+		return "", fmt.Errorf("runtime %s: its run config: %w", rt.Name, err)
 	}
-	if s.NRIRegistrationTimeout > 0 {
-		lines = append(lines, fmt.Sprintf("  plugin_registration_timeout = '%s'", s.NRIRegistrationTimeout))
+	tmpl, err := template.New(rt.RunConfig).Option("missingkey=error").Parse(string(raw))
+	if err != nil {
+		return "", fmt.Errorf("run config %s: %w", rt.RunConfig, err)
 	}
-	if len(lines) == 0 {
-		return ""
+	var out bytes.Buffer
+	if err := tmpl.Execute(&out, s); err != nil {
+		return "", fmt.Errorf("run config %s: %w", rt.RunConfig, err)
 	}
-	return "[plugins.'io.containerd.nri.v1.nri']\n" + strings.Join(lines, "\n") + "\n"
+	return out.String(), nil
 }
 
-// crioRunConfig is the CRI-O drop-in with the run's NRI timeouts ("" if none).
-func crioRunConfig(s Settings) string {
-	var lines []string
-	if s.NRIRequestTimeout > 0 {
-		lines = append(lines, fmt.Sprintf("nri_plugin_request_timeout = %q", s.NRIRequestTimeout.String()))
-	}
-	if s.NRIRegistrationTimeout > 0 {
-		lines = append(lines, fmt.Sprintf("nri_plugin_registration_timeout = %q", s.NRIRegistrationTimeout.String()))
-	}
-	if len(lines) == 0 {
-		return ""
-	}
-	return "# faultline: this run's settings (clusters/kindcluster)\n[crio.nri]\n" + strings.Join(lines, "\n") + "\n"
-}
-
-// crioRunConfigPath is where the host keeps a cluster's CRI-O drop-in; it must
-// live as long as the cluster (its nodes mount it).
-func crioRunConfigPath(cluster string) string {
+// stateDir is where the host keeps what a cluster's nodes mount from it; it
+// must live as long as the cluster.
+func stateDir(cluster string) string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, "faultline", "clusters", cluster, "crio-run.conf")
+	return filepath.Join(dir, "faultline", "clusters", cluster)
+}
+
+// runConfigPath is the host file of a cluster's run config drop-in.
+func runConfigPath(cluster string, rt runtimes.Runtime) string {
+	return filepath.Join(stateDir(cluster), rt.Name+"-run.conf")
 }
 
 // HostIsCgroupV1 reports whether this host mounts cgroup v1 (no unified hierarchy at the root).
@@ -152,15 +190,27 @@ func provider() *cluster.Provider {
 	return cluster.NewProvider(cluster.ProviderWithDocker(), cluster.ProviderWithLogger(cmd.NewLogger()))
 }
 
-// Create creates the cluster, writes its kubeconfig to kubeconfigPath, and waits
-// (up to wait from the start) for its nodes and system pods to be Ready.
+// Create creates the cluster, writes its kubeconfig to kubeconfigPath, waits
+// (up to wait from the start) for its nodes and system pods to be Ready, and
+// records its facts (clusters/facts) in it.
 func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Duration) error {
+	s, rt, err := s.Resolve()
+	if err != nil {
+		return err
+	}
+	if s.Name == "" {
+		return fmt.Errorf("no cluster name")
+	}
 	cfg, err := Config(s)
 	if err != nil {
 		return err
 	}
-	if content := crioRunConfig(s); s.Runtime == "crio" && content != "" {
-		path := crioRunConfigPath(s.Name)
+	if rt.RunConfigPath != "" {
+		content, err := runConfig(s, rt)
+		if err != nil {
+			return err
+		}
+		path := runConfigPath(s.Name, rt)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -184,15 +234,142 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 		if err != nil {
 			return fmt.Errorf("kind could not create cluster %q: %w%s", s.Name, err, commandOutput(err))
 		}
-		if err := waitReady(ctx, kubeconfigPath, deadline); err != nil {
-			return fmt.Errorf("cluster %q: %w (the nodes' logs: faultline export-logs)", s.Name, err)
-		}
 	case <-ctx.Done():
 		// kind's API cannot be cancelled; remove what it made so far.
 		_ = Delete(s.Name, kubeconfigPath)
 		return ctx.Err()
 	}
+	cs, err := clientset(s.Name)
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", s.Name, err)
+	}
+	if err := waitReady(ctx, cs, deadline); err != nil {
+		return fmt.Errorf("cluster %q: %w (the nodes' logs: faultline export-logs)", s.Name, err)
+	}
+	if _, err := recordFacts(ctx, cs, s, rt); err != nil {
+		return fmt.Errorf("cluster %q: %w", s.Name, err)
+	}
 	return nil
+}
+
+// recordFacts writes the facts of a new cluster (s resolved): what it was
+// configured with, and the versions its nodes report. It fails when the nodes
+// contradict the settings (a node image of another runtime, a kubelet that did
+// not take its runtimeRequestTimeout), so the facts are never false.
+func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings, rt runtimes.Runtime) (facts.Facts, error) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	seen, err := facts.FromNodes(ctx, cs)
+	if err != nil {
+		return facts.Facts{}, fmt.Errorf("read the nodes' versions: %w", err)
+	}
+	if seen.Runtime != rt.Name {
+		return facts.Facts{}, fmt.Errorf("its nodes run %s, not %s: is %s a %s node image?", seen.Runtime, rt.Name, s.NodeImage, rt.Name)
+	}
+	if seen.RuntimeRequestTimeout != 0 && time.Duration(seen.RuntimeRequestTimeout) != s.RuntimeRequestTimeout {
+		return facts.Facts{}, fmt.Errorf("its kubelet runs with runtimeRequestTimeout %s, not the %s it was configured with", seen.RuntimeRequestTimeout, s.RuntimeRequestTimeout)
+	}
+	f := facts.Facts{
+		Cluster:                s.Name,
+		Runtime:                rt.Name,
+		RuntimeVersion:         seen.RuntimeVersion,
+		KubernetesVersion:      seen.KubernetesVersion,
+		NodeImage:              s.NodeImage,
+		RuntimeRequestTimeout:  facts.Duration(s.RuntimeRequestTimeout),
+		NRIRequestTimeout:      facts.Duration(s.NRIRequestTimeout),
+		NRIRegistrationTimeout: facts.Duration(s.NRIRegistrationTimeout),
+		CreatedBy:              facts.CreatedByFaultline,
+	}
+	return f, facts.Write(ctx, cs, f)
+}
+
+// Reuse takes an existing cluster for a run: it writes the cluster's
+// kubeconfig to kubeconfigPath and returns its facts, and fails when
+// faultline did not make the cluster (it has no facts) or made it with other
+// settings than s asks for (each difference named), or when it is not Ready.
+func Reuse(ctx context.Context, s Settings, kubeconfigPath string) (facts.Facts, error) {
+	s, _, err := s.Resolve()
+	if err != nil {
+		return facts.Facts{}, err
+	}
+	exists, err := Exists(s.Name)
+	if err != nil {
+		return facts.Facts{}, err
+	}
+	if !exists {
+		return facts.Facts{}, fmt.Errorf("cluster %q does not exist", s.Name)
+	}
+	if err := WriteKubeconfig(s.Name, kubeconfigPath); err != nil {
+		return facts.Facts{}, fmt.Errorf("cluster %q: write its kubeconfig: %w", s.Name, err)
+	}
+	cs, err := clientset(s.Name)
+	if err != nil {
+		return facts.Facts{}, fmt.Errorf("cluster %q: %w", s.Name, err)
+	}
+	f, err := checkFacts(ctx, cs, s)
+	if err != nil {
+		return facts.Facts{}, err
+	}
+	if err := waitReady(ctx, cs, time.Now().Add(time.Minute)); err != nil {
+		return facts.Facts{}, fmt.Errorf("cluster %q: %w", s.Name, err)
+	}
+	return f, nil
+}
+
+// checkFacts reads the facts of cluster s.Name and compares them with s.
+func checkFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (facts.Facts, error) {
+	f, found, err := facts.Read(ctx, cs)
+	if err != nil {
+		return facts.Facts{}, fmt.Errorf("cluster %q: %w", s.Name, err)
+	}
+	if !found || f.CreatedBy != facts.CreatedByFaultline {
+		return facts.Facts{}, fmt.Errorf("cluster %q was not made by faultline: it has no ConfigMap %s/%s with the facts faultline records when it creates a cluster, "+
+			"so its runtime and settings are unknown (delete it, or use another cluster name)", s.Name, facts.Namespace, facts.Name)
+	}
+	if lines := f.Mismatch(s.FactSettings()); len(lines) > 0 {
+		return f, fmt.Errorf("cluster %q was made with other settings than this run asks for:\n  %s", s.Name, strings.Join(lines, "\n  "))
+	}
+	return f, nil
+}
+
+// ReadFacts returns the facts faultline recorded in an existing cluster;
+// found is false for a cluster it did not make.
+func ReadFacts(ctx context.Context, name string) (f facts.Facts, found bool, err error) {
+	cs, err := clientset(name)
+	if err != nil {
+		return facts.Facts{}, false, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	f, found, err = facts.Read(ctx, cs)
+	if err != nil {
+		return facts.Facts{}, false, fmt.Errorf("cluster %q: %w", name, err)
+	}
+	return f, found && f.CreatedBy == facts.CreatedByFaultline, nil
+}
+
+// CreatedByFaultline reports whether the kind cluster of that name exists and
+// faultline made it (it carries faultline's facts). A cluster whose API does
+// not answer is an error, not a no.
+func CreatedByFaultline(ctx context.Context, name string) (bool, error) {
+	exists, err := Exists(name)
+	if err != nil || !exists {
+		return false, err
+	}
+	_, found, err := ReadFacts(ctx, name)
+	return found, err
+}
+
+// clientset reaches the cluster's API server from this host.
+func clientset(name string) (kubernetes.Interface, error) {
+	raw, err := provider().KubeConfig(name, false)
+	if err != nil {
+		return nil, fmt.Errorf("its kubeconfig: %w", err)
+	}
+	config, err := clientcmd.RESTConfigFromKubeConfig([]byte(raw))
+	if err != nil {
+		return nil, fmt.Errorf("its kubeconfig: %w", err)
+	}
+	config.Timeout = 30 * time.Second
+	return kubernetes.NewForConfig(config)
 }
 
 // Exists reports whether a cluster of that name is there.
@@ -219,8 +396,8 @@ func Delete(name, kubeconfigPath string) error {
 	if err := provider().Delete(name, kubeconfigPath); err != nil {
 		return err
 	}
-	// the CRI-O drop-in its nodes mounted, if any
-	return os.RemoveAll(filepath.Dir(crioRunConfigPath(name)))
+	// what its nodes mounted from the host (a run config drop-in), if anything
+	return os.RemoveAll(stateDir(name))
 }
 
 // ExportLogs collects the nodes' logs (journal, containers, pods) into dir.
@@ -228,9 +405,9 @@ func ExportLogs(name, dir string) error {
 	return provider().CollectLogs(name, dir)
 }
 
-// LoadImages copies local Docker images into every node's runtime: containerd's
-// store through kind (ctr import), or, on a node that runs CRI-O, its
-// containers/storage through skopeo.
+// LoadImages copies local Docker images into every node's runtime, the way
+// the node's runtime takes them (clusters/runtimes Images): containerd's store
+// through kind (ctr import), containers/storage (CRI-O) through skopeo.
 func LoadImages(ctx context.Context, name string, images ...string) error {
 	nodeList, err := provider().ListInternalNodes(name)
 	if err != nil {
@@ -248,25 +425,41 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 		return fmt.Errorf("docker save %v: %v: %s", images, err, stderr.String())
 	}
 	for _, node := range nodeList {
-		load := nodeutils.LoadImageArchive
-		if nodeRunsCRIO(node) {
-			load = func(n nodes.Node, r io.Reader) error { return loadIntoCRIO(n, r, images) }
+		rt, err := nodeRuntime(node)
+		if err != nil {
+			return err
+		}
+		var load func(nodes.Node, io.Reader) error
+		switch rt.Images {
+		case runtimes.ImagesThroughKind:
+			load = nodeutils.LoadImageArchive
+		case runtimes.ImagesThroughSkopeo:
+			load = func(n nodes.Node, r io.Reader) error { return loadWithSkopeo(n, r, images) }
+		default:
+			return fmt.Errorf("node %s runs %s: no way to load images %q", node.String(), rt.Name, rt.Images)
 		}
 		if err := load(node, bytes.NewReader(archive.Bytes())); err != nil {
-			return fmt.Errorf("load %v into node %s: %w", images, node.String(), err)
+			return fmt.Errorf("load %v into node %s (%s): %w", images, node.String(), rt.Name, err)
 		}
 	}
 	return nil
 }
 
-// nodeRunsCRIO reports whether the node serves CRI-O's socket.
-func nodeRunsCRIO(node nodes.Node) bool {
-	return node.Command("test", "-S", strings.TrimPrefix(CRIOSocket, "unix://")).Run() == nil
+// nodeRuntime finds the runtime whose CRI socket the node serves.
+func nodeRuntime(node nodes.Node) (runtimes.Runtime, error) {
+	var sockets []string
+	for _, rt := range runtimes.All() {
+		if node.Command("test", "-S", rt.SocketPath()).Run() == nil {
+			return rt, nil
+		}
+		sockets = append(sockets, rt.SocketPath())
+	}
+	return runtimes.Runtime{}, fmt.Errorf("node %s serves none of the known runtimes' sockets (%s)", node.String(), strings.Join(sockets, ", "))
 }
 
-// loadIntoCRIO copies a docker save archive into the node and has skopeo put
-// each image of it into CRI-O's containers/storage (CRI-O sees it at once).
-func loadIntoCRIO(node nodes.Node, archive io.Reader, images []string) error {
+// loadWithSkopeo copies a docker save archive into the node and has skopeo put
+// each image of it into the runtime's containers/storage (CRI-O sees it at once).
+func loadWithSkopeo(node nodes.Node, archive io.Reader, images []string) error {
 	const tmp = "/var/tmp/faultline-images.tar"
 	if err := node.Command("sh", "-c", "cat > "+tmp).SetStdin(archive).Run(); err != nil {
 		return fmt.Errorf("copy the archive into the node: %w%s", err, commandOutput(err))

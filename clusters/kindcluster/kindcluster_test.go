@@ -1,15 +1,26 @@
 package kindcluster
 
 import (
+	"context"
+	"io/fs"
 	"strings"
 	"testing"
 	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
 
 func TestConfigAddsRunSettings(t *testing.T) {
 	cfg, err := Config(Settings{
 		Name: "x", NodeImage: "faultline/node:test", CgroupV1: true,
-		RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 2 * time.Second,
+		RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 3 * time.Second,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -30,69 +41,224 @@ func TestConfigAddsRunSettings(t *testing.T) {
 		}
 	}
 	nri := strings.Join(cfg.ContainerdConfigPatches, "\n")
-	if !strings.Contains(nri, "plugin_request_timeout = '2s'") || strings.Contains(nri, "registration") {
-		t.Errorf("containerd patch = %q", nri)
+	for _, want := range []string{
+		"[plugins.'io.containerd.nri.v1.nri']\n",
+		"plugin_request_timeout = '3s'",
+		"plugin_registration_timeout = '5s'", // unset: the facts default
+	} {
+		if !strings.Contains(nri, want) {
+			t.Errorf("containerd patch lacks %q:\n%s", want, nri)
+		}
+	}
+	if strings.Contains(nri, "{{") || strings.Contains(nri, "*/") {
+		t.Errorf("containerd patch is not rendered:\n%s", nri)
 	}
 }
 
-func TestConfigLeavesDefaultsAlone(t *testing.T) {
+// Unset settings are the defaults of clusters/facts, written out: the cluster
+// then has what the suites assume.
+func TestConfigWritesDefaults(t *testing.T) {
 	cfg, err := Config(Settings{NodeImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.KubeadmConfigPatches) != 0 || len(cfg.ContainerdConfigPatches) != 0 {
-		t.Fatalf("no settings must add no patches: %v %v", cfg.KubeadmConfigPatches, cfg.ContainerdConfigPatches)
+	patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
+	if want := "runtimeRequestTimeout: " + facts.DefaultRuntimeRequestTimeout.String(); !strings.Contains(patches, want) {
+		t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
+	}
+	if strings.Contains(patches, "failCgroupV1") {
+		t.Errorf("failCgroupV1 without CgroupV1:\n%s", patches)
+	}
+	nri := strings.Join(cfg.ContainerdConfigPatches, "\n")
+	for _, want := range []string{
+		"plugin_request_timeout = '" + facts.DefaultNRIRequestTimeout.String() + "'",
+		"plugin_registration_timeout = '" + facts.DefaultNRIRegistrationTimeout.String() + "'",
+	} {
+		if !strings.Contains(nri, want) {
+			t.Errorf("containerd patch lacks %q:\n%s", want, nri)
+		}
 	}
 }
 
 func TestConfigRejectsUnknownRuntime(t *testing.T) {
-	if _, err := Config(Settings{Runtime: "rkt"}); err == nil || !strings.Contains(err.Error(), `unknown runtime "rkt"`) {
+	_, err := Config(Settings{Runtime: "rkt"})
+	if err == nil || !strings.Contains(err.Error(), `unknown runtime "rkt"`) || !strings.Contains(err.Error(), "containerd, crio") {
 		t.Fatalf("err = %v", err)
+	}
+	if _, err := Config(Settings{RuntimeRequestTimeout: -time.Second}); err == nil {
+		t.Fatal("a negative timeout is accepted")
 	}
 }
 
 func TestConfigCRIO(t *testing.T) {
-	cfg, err := Config(Settings{
-		Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:test", CgroupV1: true,
-		RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 2 * time.Second,
-	})
+	for _, name := range []string{"crio", "cri-o", "CRI-O"} {
+		cfg, err := Config(Settings{
+			Name: "x", Runtime: name, NodeImage: "faultline/node-crio:test", CgroupV1: true,
+			RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 2 * time.Second,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "faultline/node-crio:test" {
+			t.Fatalf("nodes = %+v", cfg.Nodes)
+		}
+		if !cfg.Networking.DisableDefaultCNI || cfg.Networking.KubeProxyMode != "iptables" || !cfg.FeatureGates["DRADeviceTaintRules"] {
+			t.Fatalf("crio config differs from containerd's: %+v %v", cfg.Networking, cfg.FeatureGates)
+		}
+		patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
+		for _, want := range []string{
+			"kind: InitConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
+			"kind: JoinConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
+			"containerRuntimeEndpoint: unix:///var/run/crio/crio.sock",
+			"failCgroupV1: false", "runtimeRequestTimeout: 20s",
+		} {
+			if !strings.Contains(patches, want) {
+				t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
+			}
+		}
+		// kind would read /etc/containerd/config.toml for these, which a crio node lacks.
+		if len(cfg.ContainerdConfigPatches) != 0 {
+			t.Errorf("crio config has containerd patches: %v", cfg.ContainerdConfigPatches)
+		}
+		// The NRI timeouts reach CRI-O as a drop-in mounted into the node.
+		mounts := cfg.Nodes[0].ExtraMounts
+		crio := runtimes.MustLookup("crio")
+		if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != runConfigPath("x", crio) {
+			t.Errorf("mounts = %+v", mounts)
+		}
+	}
+	s, rt, err := Settings{Runtime: "crio", NRIRequestTimeout: 3 * time.Second}.Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "faultline/node-crio:test" {
-		t.Fatalf("nodes = %+v", cfg.Nodes)
+	got, err := runConfig(s, rt)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if !cfg.Networking.DisableDefaultCNI || cfg.Networking.KubeProxyMode != "iptables" || !cfg.FeatureGates["DRADeviceTaintRules"] {
-		t.Fatalf("crio config differs from containerd's: %+v %v", cfg.Networking, cfg.FeatureGates)
+	if want := "# faultline: this run's settings (clusters/kindcluster)\n[crio.nri]\nnri_plugin_request_timeout = \"3s\"\nnri_plugin_registration_timeout = \"5s\"\n"; got != want {
+		t.Errorf("crio drop-in = %q, want %q", got, want)
 	}
-	patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
-	for _, want := range []string{
-		"kind: InitConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
-		"kind: JoinConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
-		"containerRuntimeEndpoint: unix:///var/run/crio/crio.sock",
-		"failCgroupV1: false", "runtimeRequestTimeout: 20s",
-	} {
-		if !strings.Contains(patches, want) {
-			t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
-		}
-	}
-	// kind would read /etc/containerd/config.toml for these, which a crio node lacks.
-	if len(cfg.ContainerdConfigPatches) != 0 {
-		t.Errorf("crio config has containerd patches: %v", cfg.ContainerdConfigPatches)
-	}
-	// The NRI timeout reaches CRI-O as a drop-in mounted into the node.
-	mounts := cfg.Nodes[0].ExtraMounts
-	if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != crioRunConfigPath("x") {
-		t.Errorf("mounts = %+v", mounts)
-	}
-	if got := crioRunConfig(Settings{Runtime: "crio", NRIRequestTimeout: 2 * time.Second}); !strings.Contains(got, "[crio.nri]\nnri_plugin_request_timeout = \"2s\"\n") {
-		t.Errorf("crio drop-in = %q", got)
-	}
+	// Without settings the drop-in still carries the defaults, so the facts hold.
 	plain, err := Config(Settings{Runtime: "crio", NodeImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(plain.Nodes[0].ExtraMounts) != 0 {
-		t.Errorf("no settings must mount nothing: %+v", plain.Nodes[0].ExtraMounts)
+	if len(plain.Nodes[0].ExtraMounts) != 1 {
+		t.Errorf("the run config must always be mounted: %+v", plain.Nodes[0].ExtraMounts)
+	}
+}
+
+// Every runtime clusters/runtimes knows has a kind config that parses, a run
+// config that renders, and a CRI socket that agrees with its entry: adding a
+// runtime without its files fails here.
+func TestEveryRuntimeHasItsConfigs(t *testing.T) {
+	const kindDefaultSocket = "unix:///run/containerd/containerd.sock"
+	for _, rt := range runtimes.All() {
+		t.Run(rt.Name, func(t *testing.T) {
+			if rt.KindConfig == "" || rt.RunConfig == "" {
+				t.Fatalf("%s names no KindConfig or RunConfig", rt.Name)
+			}
+			raw, err := configs.ReadFile("configs/" + rt.KindConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var checked v1alpha4.Cluster
+			if err := yaml.UnmarshalStrict(raw, &checked); err != nil {
+				t.Fatalf("%s: %v", rt.KindConfig, err)
+			}
+			cfg, err := Config(Settings{Name: "x", Runtime: rt.Name, NodeImage: "img"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			patches := strings.Join(cfg.KubeadmConfigPatches, "\n")
+			if strings.Contains(patches, "criSocket:") || strings.Contains(patches, "containerRuntimeEndpoint:") {
+				for _, want := range []string{"criSocket: " + rt.CRISocket, "containerRuntimeEndpoint: " + rt.CRISocket} {
+					if !strings.Contains(patches, want) {
+						t.Errorf("%s lacks %q (clusters/runtimes' CRISocket)", rt.KindConfig, want)
+					}
+				}
+			} else if rt.CRISocket != kindDefaultSocket {
+				t.Errorf("%s sets no criSocket, so kind's default %s, but the runtime serves %s", rt.KindConfig, kindDefaultSocket, rt.CRISocket)
+			}
+			s, _, err := Settings{Runtime: rt.Name, NRIRequestTimeout: 7 * time.Second, NRIRegistrationTimeout: 9 * time.Second}.Resolve()
+			if err != nil {
+				t.Fatal(err)
+			}
+			run, err := runConfig(s, rt)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(run, "7s") || !strings.Contains(run, "9s") || strings.Contains(run, "{{") {
+				t.Errorf("%s does not carry both NRI timeouts:\n%s", rt.RunConfig, run)
+			}
+			if rt.RunConfigPath == "" && len(cfg.ContainerdConfigPatches) != 1 || rt.RunConfigPath != "" && len(cfg.Nodes[0].ExtraMounts) != 1 {
+				t.Errorf("run config not applied: patches %v, mounts %+v", cfg.ContainerdConfigPatches, cfg.Nodes[0].ExtraMounts)
+			}
+		})
+	}
+	// and no config without a runtime
+	names := map[string]bool{}
+	for _, rt := range runtimes.All() {
+		names[rt.KindConfig], names[rt.RunConfig] = true, true
+	}
+	entries, err := fs.ReadDir(configs, "configs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if !names[e.Name()] {
+			t.Errorf("configs/%s belongs to no runtime in clusters/runtimes", e.Name())
+		}
+	}
+}
+
+func TestFactSettings(t *testing.T) {
+	got := Settings{Runtime: "cri-o", NodeImage: "img", NRIRequestTimeout: time.Second}.FactSettings()
+	want := facts.Settings{Runtime: "crio", NodeImage: "img", RuntimeRequestTimeout: facts.DefaultRuntimeRequestTimeout,
+		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: facts.DefaultNRIRegistrationTimeout}
+	if got != want {
+		t.Fatalf("FactSettings = %+v, want %+v", got, want)
+	}
+}
+
+func node(name, runtime string) *v1.Node {
+	return &v1.Node{ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: v1.NodeStatus{NodeInfo: v1.NodeSystemInfo{ContainerRuntimeVersion: runtime, KubeletVersion: "v1.36.3"}}}
+}
+
+func TestRecordAndCheckFacts(t *testing.T) {
+	ctx := context.Background()
+	s, rt, err := Settings{Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:k"}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := fake.NewClientset(node("x-control-plane", "cri-o://1.36.2"))
+	recorded, err := recordFacts(ctx, cs, s, rt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := facts.Facts{Cluster: "x", Runtime: "crio", RuntimeVersion: "1.36.2", KubernetesVersion: "v1.36.3",
+		NodeImage: "faultline/node-crio:k", RuntimeRequestTimeout: facts.Duration(facts.DefaultRuntimeRequestTimeout),
+		NRIRequestTimeout: facts.Duration(facts.DefaultNRIRequestTimeout), NRIRegistrationTimeout: facts.Duration(facts.DefaultNRIRegistrationTimeout),
+		CreatedBy: "faultline"}
+	if recorded != want {
+		t.Fatalf("recorded %+v\nwant %+v", recorded, want)
+	}
+	// The same settings, unresolved, match.
+	if f, err := checkFacts(ctx, cs, Settings{Name: "x", Runtime: "cri-o", NodeImage: "faultline/node-crio:k"}); err != nil || f != want {
+		t.Fatalf("checkFacts = %+v, %v", f, err)
+	}
+	_, err = checkFacts(ctx, cs, Settings{Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:other", RuntimeRequestTimeout: 10 * time.Second})
+	if err == nil || !strings.Contains(err.Error(), "node image:") || !strings.Contains(err.Error(), "runtime-request-timeout: the cluster has 30s, the run asks for 10s") {
+		t.Fatalf("mismatch err = %v", err)
+	}
+	// A node image of the wrong runtime is caught before any fact is written.
+	other := fake.NewClientset(node("y-control-plane", "containerd://v2.4.2"))
+	if _, err := recordFacts(ctx, other, s, rt); err == nil || !strings.Contains(err.Error(), "nodes run containerd, not crio") {
+		t.Fatalf("err = %v", err)
+	}
+	// A cluster without facts was not made by faultline.
+	if _, err := checkFacts(ctx, other, s); err == nil || !strings.Contains(err.Error(), `cluster "x" was not made by faultline`) {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -10,22 +10,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // waitReady waits until every node is Ready and every kube-system pod is Ready.
 // kind's own wait only warns when it times out, and says nothing of the system
 // pods the suites rely on (kube-proxy gives the fake driver its API server).
-func waitReady(ctx context.Context, kubeconfigPath string, deadline time.Time) error {
-	config, err := clientcmd.BuildConfigFromFlags("", kubeconfigPath)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(config)
-	if err != nil {
-		return err
-	}
+func waitReady(ctx context.Context, cs kubernetes.Interface, deadline time.Time) error {
 	var notReady []string
+	var err error
 	for {
 		notReady, err = notReadyObjects(ctx, cs)
 		if err == nil && len(notReady) == 0 {

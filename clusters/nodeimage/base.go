@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
@@ -18,13 +19,6 @@ var basePackages = []string{
 	"systemd", "systemd-sysv", "dbus", "libseccomp2", "runc", "containernetworking-plugins",
 	"iptables", "nftables", "iproute2", "conntrack", "ethtool", "socat", "kmod", "mount",
 	"util-linux", "procps", "ca-certificates", "e2fsprogs",
-}
-
-// runtimePackages are what a runtime's node needs beyond basePackages: CRI-O runs
-// containers through conmon, and its images are loaded with skopeo (which brings
-// containers-common: /etc/containers/policy.json and registries.conf).
-var runtimePackages = map[string][]string{
-	RuntimeCRIO: {"conmon", "skopeo"},
 }
 
 // units that have no work to do inside a container and only slow the boot or fail.
@@ -41,10 +35,12 @@ type base struct {
 	Packages []string
 }
 
-func baseSpec(pins versions.Pins, runtime string) base {
+// baseSpec is the base of the runtime's node: every node's packages, then the
+// runtime's own (clusters/runtimes).
+func baseSpec(pins versions.Pins, rt runtimes.Runtime) base {
 	packages := basePackages
-	if extra := runtimePackages[runtime]; len(extra) > 0 {
-		packages = append(append([]string{}, basePackages...), extra...)
+	if len(rt.NodePackages) > 0 {
+		packages = append(append([]string{}, basePackages...), rt.NodePackages...)
 	}
 	return base{Suite: pins.Get("DEBIAN_SUITE"), Packages: packages}
 }

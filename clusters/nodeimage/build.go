@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/gomod"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
@@ -19,7 +20,7 @@ import (
 type Options struct {
 	Pins     versions.Pins
 	Sources  Sources
-	Runtime  string // containerd (the default) or crio
+	Runtime  string // a runtime clusters/runtimes knows ("": its default)
 	CacheDir string // binaries, throwaway modules and logs live here
 	RepoRoot string // faultline's checkout, for the binaries it builds itself (pause)
 	// DebianMirror for debootstrap; empty means the one apt uses on this host.
@@ -43,6 +44,11 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("no cache directory given")
 	}
+	rt, err := runtimes.Lookup(opts.Runtime)
+	if err != nil {
+		return nil, err
+	}
+	opts.Runtime = rt.Name
 	if _, err := RuntimeComponents(opts.Runtime, opts.Pins, opts.Sources); err != nil {
 		return nil, err
 	}
@@ -63,15 +69,19 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 
 // Plan decides what to build and what to reuse, without building anything.
 func (b *Builder) Plan(ctx context.Context) (Plan, error) {
+	rt, err := b.runtime()
+	if err != nil {
+		return Plan{}, err
+	}
 	var plan Plan
 	keys := map[string]string{}
 	// The base first: debootstrap waits on the network while nothing else runs.
-	base := baseSpec(b.Pins, b.runtime())
+	base := baseSpec(b.Pins, rt)
 	baseKey := base.key()
 	keys["base"] = baseKey
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepBaseImage, Name: "base", Key: baseKey,
 		Output: "faultline/base:" + b.Pins.Get("DEBIAN_SUITE") + "-" + baseKey}))
-	components, err := RuntimeComponents(b.runtime(), b.Pins, b.Sources)
+	components, err := RuntimeComponents(rt.Name, b.Pins, b.Sources)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -98,66 +108,80 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
 	}
-	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, pinsFor(b.Pins, b.runtime()).String(), b.goVersion
-	var slowKeys []string
-	for _, dir := range slowRuntimeDirs {
-		k, err := dirKey(filepath.Join(b.RepoRoot, dir))
-		if err != nil {
-			return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
-		}
-		slowKeys = append(slowKeys, k)
-	}
-	keys["slow-runtime"] = strings.Join(slowKeys, "+")
-	if b.runtime() == RuntimeCRIO {
-		// Only crio nodes get these parts; the containerd key keeps its old inputs.
-		crioFilesKey, err := runtimeFilesKey(RuntimeCRIO)
+	keys["files"], keys["pause"], keys["pins"], keys["go"] = filesKey, pauseKey, pinsFor(b.Pins, rt).String(), b.goVersion
+	// Every node carries runc-slow; a runtime's own commands join its key.
+	for _, name := range append([]string{"runc-slow"}, rt.NodeCommands...) {
+		label, key, err := b.localCommandKey(name)
 		if err != nil {
 			return Plan{}, err
 		}
-		var restrictKeys []string
-		for _, dir := range []string{"cmd/runc-restrict", "clusters/engine/capfilter"} {
-			k, err := dirKey(filepath.Join(b.RepoRoot, dir))
-			if err != nil {
-				return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
-			}
-			restrictKeys = append(restrictKeys, k)
+		keys[label] = key
+	}
+	if rt.NodeFilesDir != "" {
+		// A runtime other than nodefs' own (containerd): its name and files join
+		// the key. The containerd key keeps the inputs it had before there was
+		// any other runtime, so that its cached images stay valid.
+		runtimeKey, err := runtimeFilesKey(rt.NodeFilesDir)
+		if err != nil {
+			return Plan{}, err
 		}
-		restrictKey := strings.Join(restrictKeys, "+")
-		keys["runtime"], keys["files/crio"], keys["restrict"] = RuntimeCRIO, crioFilesKey, restrictKey
+		keys["runtime"], keys["files/"+rt.Name] = rt.Name, runtimeKey
 	}
 	nodeKey := hashKey(keys)
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
-		Output: fmt.Sprintf("faultline/node-%s:%s-%s", b.runtime(), b.Pins.Kubernetes(), nodeKey)}))
+		Output: fmt.Sprintf("faultline/node-%s:%s-%s", rt.Name, b.Pins.Kubernetes(), nodeKey)}))
 	return plan, nil
 }
 
-// slowRuntimeDirs hold the code of the faultline-slow runtime handler's OCI
-// runtime (cmd/runc-slow), which every node carries.
-var slowRuntimeDirs = []string{"cmd/runc-slow", "drivers/fake/ociruntime"}
-
-func (b *Builder) runtime() string {
-	if b.Runtime == "" {
-		return RuntimeContainerd
-	}
-	return b.Runtime
+// localCommand is one of faultline's own commands (cmd/<name>) a node can carry.
+type localCommand struct {
+	// KeyLabel names its part of the node image's key (as first named, so
+	// that the keys of cached images hold).
+	KeyLabel string
+	// Dirs hold its code: the command's and its faultline packages'.
+	Dirs []string
 }
 
-// runtimeVersionPins are the pins only one runtime's node depends on.
-var runtimeVersionPins = map[string]string{
-	RuntimeContainerd: "CONTAINERD_VERSION",
-	RuntimeCRIO:       "CRIO_VERSION",
+// localCommands are the commands a node can carry: runc-slow, the
+// faultline-slow runtime handler's OCI runtime, on every node; the others when
+// a runtime names them (runtimes.Runtime.NodeCommands).
+var localCommands = map[string]localCommand{
+	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"cmd/runc-slow", "drivers/fake/ociruntime"}},
+	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"cmd/runc-restrict", "clusters/engine/capfilter"}},
+}
+
+// localCommandKey hashes the code of a local command.
+func (b *Builder) localCommandKey(name string) (label, key string, err error) {
+	c, ok := localCommands[name]
+	if !ok {
+		return "", "", fmt.Errorf("node command %s: not in clusters/nodeimage's localCommands", name)
+	}
+	var keys []string
+	for _, dir := range c.Dirs {
+		k, err := dirKey(filepath.Join(b.RepoRoot, dir))
+		if err != nil {
+			return "", "", fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
+		}
+		keys = append(keys, k)
+	}
+	return c.KeyLabel, strings.Join(keys, "+"), nil
+}
+
+// runtime is the node's runtime, as clusters/runtimes describes it.
+func (b *Builder) runtime() (runtimes.Runtime, error) {
+	return runtimes.Lookup(b.Runtime)
 }
 
 // pinsFor leaves out the other runtimes' version pins, so that bumping CRI-O
 // does not rebuild the containerd node image (and the other way round).
-func pinsFor(pins versions.Pins, runtime string) versions.Pins {
+func pinsFor(pins versions.Pins, rt runtimes.Runtime) versions.Pins {
 	out := versions.Pins{}
 	for k, v := range pins {
 		out[k] = v
 	}
-	for r, pin := range runtimeVersionPins {
-		if r != runtime {
-			delete(out, pin)
+	for _, other := range runtimes.All() {
+		if other.Name != rt.Name && other.VersionPin != "" {
+			delete(out, other.VersionPin)
 		}
 	}
 	return out
@@ -184,9 +208,13 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 	}
 	fmt.Fprintf(b.Log, "node image plan:\n")
 	plan.Print(b.Log)
+	rt, err := b.runtime()
+	if err != nil {
+		return "", err
+	}
 	bins := map[string]string{}
 	components := map[string]GoComponent{}
-	all, err := RuntimeComponents(b.runtime(), b.Pins, b.Sources)
+	all, err := RuntimeComponents(rt.Name, b.Pins, b.Sources)
 	if err != nil {
 		return "", err
 	}
@@ -205,11 +233,11 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 		case StepBaseImage:
 			baseRef = s.Output
 			if !s.Cached {
-				err = b.buildBase(ctx, baseSpec(b.Pins, b.runtime()), s.Output)
+				err = b.buildBase(ctx, baseSpec(b.Pins, rt), s.Output)
 			}
 		case StepNodeImage:
 			if !s.Cached {
-				err = b.buildNode(ctx, baseRef, bins, s.Output)
+				err = b.buildNode(ctx, rt, baseRef, bins, s.Output)
 			}
 		}
 		if err != nil {

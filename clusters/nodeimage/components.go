@@ -6,17 +6,9 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/gomod"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
-
-// Runtimes a node image can be built for.
-const (
-	RuntimeContainerd = "containerd"
-	RuntimeCRIO       = "crio"
-)
-
-// Runtimes lists the known runtimes.
-var Runtimes = []string{RuntimeContainerd, RuntimeCRIO}
 
 // GoComponent is a set of binaries built from one Go module at a pinned version,
 // or from a local source tree that stands in for it.
@@ -65,23 +57,30 @@ type Sources struct {
 	Containerd string
 }
 
-// RuntimeComponents returns the Go components a node image of that runtime needs:
-// the runtime's own, then etcd, CoreDNS and Kubernetes.
+// runtimeRecipes are the Go build recipes of the runtimes clusters/runtimes
+// describes, by name: the component that builds the runtime's binaries (every
+// one of them goes into the node's /usr/local/bin). Everything else about a
+// runtime's node is in its clusters/runtimes entry, but how to compile it is
+// unavoidably here: a runtime added there needs its recipe here too
+// (TestEveryRuntimeHasARecipe fails without it).
+var runtimeRecipes = map[string]func(versions.Pins, Sources) GoComponent{
+	"containerd": containerdComponent,
+	"crio":       func(pins versions.Pins, _ Sources) GoComponent { return crioComponent(pins) },
+}
+
+// RuntimeComponents returns the Go components a node image of that runtime
+// (a name or alias clusters/runtimes knows) needs: the runtime's own, then
+// etcd, CoreDNS and Kubernetes.
 func RuntimeComponents(runtime string, pins versions.Pins, src Sources) ([]GoComponent, error) {
-	switch runtime {
-	case "", RuntimeContainerd:
-		return Components(pins, src), nil
-	case RuntimeCRIO:
-		// Everything but containerd, with CRI-O in its place.
-		out := []GoComponent{crioComponent(pins)}
-		for _, c := range Components(pins, src) {
-			if c.Name != "containerd" {
-				out = append(out, c)
-			}
-		}
-		return out, nil
+	rt, err := runtimes.Lookup(runtime)
+	if err != nil {
+		return nil, err
 	}
-	return nil, fmt.Errorf("unknown runtime %q (known: %s)", runtime, strings.Join(Runtimes, ", "))
+	recipe, ok := runtimeRecipes[rt.Name]
+	if !ok {
+		return nil, fmt.Errorf("runtime %s has no build recipe in clusters/nodeimage (runtimeRecipes)", rt.Name)
+	}
+	return append([]GoComponent{recipe(pins, src)}, sharedComponents(pins, src)...), nil
 }
 
 // crioComponent builds CRI-O's daemon. CRI-O's go.mod requires k8s.io/cri-api,
@@ -119,25 +118,35 @@ func sortedKeys(m map[string]string) []string {
 
 // Components returns the Go components a containerd node image needs.
 func Components(pins versions.Pins, src Sources) []GoComponent {
+	return append([]GoComponent{containerdComponent(pins, src)}, sharedComponents(pins, src)...)
+}
+
+// containerdComponent builds containerd, its runc shim and ctr.
+func containerdComponent(pins versions.Pins, src Sources) GoComponent {
+	return GoComponent{
+		Name:    "containerd",
+		Module:  "github.com/containerd/containerd/v2",
+		Version: pins.Get("CONTAINERD_VERSION"),
+		Source:  src.Containerd,
+		Packages: []string{
+			"github.com/containerd/containerd/v2/cmd/containerd",
+			"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
+			"github.com/containerd/containerd/v2/cmd/ctr",
+		},
+		CGO:  true,
+		Tags: []string{"no_btrfs", "no_devmapper", "no_zfs", "no_aufs"},
+		LDFlags: []string{
+			"-X github.com/containerd/containerd/v2/version.Version=" + pins.Get("CONTAINERD_VERSION"),
+		},
+	}
+}
+
+// sharedComponents are what every node has, whatever its runtime: etcd,
+// CoreDNS and Kubernetes.
+func sharedComponents(pins versions.Pins, src Sources) []GoComponent {
 	kube := pins.Kubernetes()
 	major, minor := kubeMajorMinor(kube)
 	return []GoComponent{
-		{
-			Name:    "containerd",
-			Module:  "github.com/containerd/containerd/v2",
-			Version: pins.Get("CONTAINERD_VERSION"),
-			Source:  src.Containerd,
-			Packages: []string{
-				"github.com/containerd/containerd/v2/cmd/containerd",
-				"github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2",
-				"github.com/containerd/containerd/v2/cmd/ctr",
-			},
-			CGO:  true,
-			Tags: []string{"no_btrfs", "no_devmapper", "no_zfs", "no_aufs"},
-			LDFlags: []string{
-				"-X github.com/containerd/containerd/v2/version.Version=" + pins.Get("CONTAINERD_VERSION"),
-			},
-		},
 		{
 			Name:     "etcd",
 			Module:   "go.etcd.io/etcd/server/v3",

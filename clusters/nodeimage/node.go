@@ -10,13 +10,15 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
 
 // buildNode assembles the node image: control-plane images from the built
 // binaries, a container from the base image with faultline's node files and the
 // runtime and Kubernetes binaries, the images imported into containerd's store,
 // then a commit with the entrypoint kind expects.
-func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string]string, ref string) error {
+func (b *Builder) buildNode(ctx context.Context, rt runtimes.Runtime, baseRef string, bins map[string]string, ref string) error {
 	work, err := os.MkdirTemp(b.CacheDir, "node-build-")
 	if err != nil {
 		return err
@@ -29,18 +31,13 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 	}
 	bins["pause"] = pauseDir
 
-	slowDir := filepath.Join(work, "slow-bin")
-	if err := b.buildLocalCommand(ctx, "runc-slow", slowDir); err != nil {
-		return err
-	}
-	bins["runc-slow"] = slowDir
-
-	if b.runtime() == RuntimeCRIO {
-		restrictDir := filepath.Join(work, "restrict-bin")
-		if err := b.buildLocalCommand(ctx, "runc-restrict", restrictDir); err != nil {
+	// runc-slow on every node, and the runtime's own commands.
+	for _, name := range append([]string{"runc-slow"}, rt.NodeCommands...) {
+		dir := filepath.Join(work, name+"-bin")
+		if err := b.buildLocalCommand(ctx, name, dir); err != nil {
 			return err
 		}
-		bins["runc-restrict"] = restrictDir
+		bins[name] = dir
 	}
 
 	images := ControlPlaneImages(b.Pins)
@@ -52,17 +49,20 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 		refs = append(refs, img.Ref)
 	}
 	var archive, imagesDir string
-	if b.runtime() == RuntimeCRIO {
-		// One archive per image, loaded into CRI-O's store when the node boots.
+	switch rt.Images {
+	case runtimes.ImagesThroughSkopeo:
+		// One archive per image, loaded into the runtime's store when the node boots.
 		imagesDir = filepath.Join(work, "images")
 		if err := saveImageArchives(ctx, b, imagesDir, images); err != nil {
 			return err
 		}
-	} else {
+	case runtimes.ImagesThroughKind:
 		archive = filepath.Join(work, "images.tar")
 		if err := b.runLogged(exec.CommandContext(ctx, "docker", append([]string{"save", "-o", archive}, refs...)...), "docker-save"); err != nil {
 			return err
 		}
+	default:
+		return fmt.Errorf("runtime %s: no way to preload images %q", rt.Name, rt.Images)
 	}
 
 	container := "faultline-node-build-" + strings.ReplaceAll(filepath.Base(work), "node-build-", "")
@@ -73,10 +73,10 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 	}
 	defer exec.Command("docker", "rm", "-f", container).Run() //nolint:errcheck // best effort cleanup
 
-	if err := b.copyNodeFiles(ctx, container, bins); err != nil {
+	if err := b.copyNodeFiles(ctx, container, rt, bins); err != nil {
 		return err
 	}
-	if b.runtime() == RuntimeCRIO {
+	if rt.Images == runtimes.ImagesThroughSkopeo {
 		cp := exec.CommandContext(ctx, "docker", "cp", imagesDir, container+":/kind/images")
 		if err := b.runLogged(cp, "docker-cp-images"); err != nil {
 			return err
@@ -89,7 +89,7 @@ func (b *Builder) buildNode(ctx context.Context, baseRef string, bins map[string
 		"--change", `CMD ["/sbin/init"]`,
 		"--change", "ENV container=docker",
 		"--change", "LABEL io.faultline.kubernetes-version="+b.Pins.Kubernetes(),
-		"--change", "LABEL io.faultline.runtime="+b.runtime(),
+		"--change", "LABEL io.faultline.runtime="+rt.Name,
 		container, ref)
 	return b.runLogged(commit, "docker-commit-node")
 }
@@ -108,7 +108,8 @@ func (b *Builder) buildLocalCommand(ctx context.Context, name, out string) error
 }
 
 // saveImageArchives writes one docker save archive per image into dir, and
-// images.list ("<archive> <reference>" per line) for the node's crio-preload.
+// images.list ("<archive> <reference>" per line) for the node's preload unit
+// (crio-preload).
 func saveImageArchives(ctx context.Context, b *Builder, dir string, images []ControlPlaneImage) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
@@ -149,19 +150,21 @@ func (b *Builder) buildControlPlaneImage(ctx context.Context, work, baseRef, bin
 }
 
 // copyNodeFiles streams faultline's node files and the binaries into the container.
-func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[string]string) error {
+func (b *Builder) copyNodeFiles(ctx context.Context, container string, rt runtimes.Runtime, bins map[string]string) error {
 	extras := []extraFile{
 		{Path: "kind/version", Mode: 0o644, Content: []byte(b.Pins.Kubernetes() + "\n")},
 	}
-	var units []string
-	var runtimeBins map[string][]string // component => binaries into /usr/local/bin
-	switch b.runtime() {
-	case RuntimeCRIO:
-		units = []string{"crio.service", "crio-preload.service", "kubelet.service"}
-		runtimeBins = map[string][]string{"crio": {"crio", "pinns"}, "runc-restrict": {"runc-restrict"}, "runc-slow": {"runc-slow"}}
-	default:
-		units = []string{"containerd.service", "kubelet.service"}
-		runtimeBins = map[string][]string{"containerd": {"containerd", "containerd-shim-runc-v2", "ctr"}, "runc-slow": {"runc-slow"}}
+	units := append(append([]string{}, rt.NodeUnits...), "kubelet.service")
+	// component => binaries into /usr/local/bin: the runtime's (all its
+	// recipe builds), runc-slow and the runtime's own commands.
+	recipe, ok := runtimeRecipes[rt.Name]
+	if !ok {
+		return fmt.Errorf("runtime %s has no build recipe in clusters/nodeimage", rt.Name)
+	}
+	component := recipe(b.Pins, b.Sources)
+	runtimeBins := map[string][]string{component.Name: component.Binaries(), "runc-slow": {"runc-slow"}}
+	for _, name := range rt.NodeCommands {
+		runtimeBins[name] = []string{name}
 	}
 	for _, unit := range units {
 		extras = append(extras, extraFile{Path: "etc/systemd/system/multi-user.target.wants/" + unit, Link: "/etc/systemd/system/" + unit})
@@ -176,7 +179,7 @@ func (b *Builder) copyNodeFiles(ctx context.Context, container string, bins map[
 	}
 	values := nodeFileValues{PauseImage: PauseImage(b.Pins)}
 	reader, writer := io.Pipe()
-	go func() { writer.CloseWithError(writeRuntimeNodeFilesTar(writer, b.runtime(), values, extras)) }()
+	go func() { writer.CloseWithError(writeRuntimeNodeFilesTar(writer, rt, values, extras)) }()
 	cp := exec.CommandContext(ctx, "docker", "cp", "-", container+":/")
 	cp.Stdin = reader
 	return b.runLogged(cp, "docker-cp-node-files")

@@ -10,6 +10,8 @@ import (
 	"path"
 	"strings"
 	"text/template"
+
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
 
 // nodeFiles is the part of the node's filesystem faultline owns: systemd units,
@@ -19,27 +21,23 @@ import (
 //go:embed all:nodefs
 var nodeFiles embed.FS
 
-// runtimeFiles are a runtime's node files beyond nodefs (runtimes/<runtime>/...,
-// rooted at / like nodefs). A file there replaces nodefs' file of the same path.
-// They are outside nodefs so that the containerd node's key does not see them.
+// runtimeFiles are a runtime's node files beyond nodefs (runtimes/<dir>/...,
+// rooted at / like nodefs; <dir> is its runtimes.Runtime.NodeFilesDir). A file
+// there replaces nodefs' file of the same path; nodefs files its node leaves
+// out are its NodeLeavesOut. They are outside nodefs so that the containerd
+// node's key does not see them.
 //
 //go:embed all:runtimes
 var runtimeFiles embed.FS
-
-// otherRuntimeFiles are nodefs files a runtime's node leaves out (they belong to
-// containerd, nodefs' default runtime).
-var otherRuntimeFiles = map[string][]string{
-	RuntimeCRIO: {"etc/containerd/config.toml.tmpl", "etc/systemd/system/containerd.service"},
-}
 
 type nodeFileValues struct {
 	PauseImage string
 }
 
-// runtimeFilesKey hashes a runtime's own node files.
-func runtimeFilesKey(runtime string) (string, error) {
+// runtimeFilesKey hashes a runtime's own node files (runtimes/<dir>).
+func runtimeFilesKey(dir string) (string, error) {
 	parts := map[string]string{}
-	root := path.Join("runtimes", runtime)
+	root := path.Join("runtimes", dir)
 	err := fs.WalkDir(runtimeFiles, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
@@ -74,22 +72,22 @@ func nodeFilesKey() (string, error) {
 	return hashKey(parts), err
 }
 
-// writeNodeFilesTar renders the node files (plus extras) as a tar stream rooted at /.
+// writeNodeFilesTar renders nodefs (plus extras) as a tar stream rooted at /.
 func writeNodeFilesTar(w io.Writer, values nodeFileValues, extras []extraFile) error {
-	return writeRuntimeNodeFilesTar(w, RuntimeContainerd, values, extras)
+	return writeRuntimeNodeFilesTar(w, runtimes.Runtime{}, values, extras)
 }
 
 // writeRuntimeNodeFilesTar renders nodefs, less what the runtime leaves out or
 // replaces, then the runtime's own files, then extras.
-func writeRuntimeNodeFilesTar(w io.Writer, runtime string, values nodeFileValues, extras []extraFile) error {
+func writeRuntimeNodeFilesTar(w io.Writer, rt runtimes.Runtime, values nodeFileValues, extras []extraFile) error {
 	tw := tar.NewWriter(w)
 	skip := map[string]bool{}
-	for _, p := range otherRuntimeFiles[runtime] {
+	for _, p := range rt.NodeLeavesOut {
 		skip[p] = true
 	}
-	runtimeRoot := path.Join("runtimes", runtime)
+	runtimeRoot := path.Join("runtimes", rt.NodeFilesDir)
 	var own []string
-	if runtime != RuntimeContainerd {
+	if rt.NodeFilesDir != "" {
 		err := fs.WalkDir(runtimeFiles, runtimeRoot, func(p string, d fs.DirEntry, err error) error {
 			if err != nil || d.IsDir() {
 				return err

@@ -1,7 +1,10 @@
 package nodeimage
 
 import (
+	"archive/tar"
 	"context"
+	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
@@ -174,7 +178,7 @@ func withPins(change map[string]string) func(*Options) {
 	}
 }
 
-func crio(o *Options) { o.Runtime = RuntimeCRIO }
+func crio(o *Options) { o.Runtime = "crio" }
 
 func both(fs ...func(*Options)) func(*Options) {
 	return func(o *Options) {
@@ -189,7 +193,7 @@ func both(fs ...func(*Options)) func(*Options) {
 func TestContainerdNodeKeyIgnoresCRIO(t *testing.T) {
 	withoutPin := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": ""})))
 	current := mustPlan(t, testBuilder(fakeCache{}, nil))
-	explicit := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = RuntimeContainerd }))
+	explicit := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = "containerd" }))
 	bumped := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": "v1.99.0"})))
 	for _, p := range []Plan{current, explicit, bumped} {
 		if !reflect.DeepEqual(p.Steps, withoutPin.Steps) {
@@ -226,7 +230,7 @@ func TestCRIOPlan(t *testing.T) {
 }
 
 func TestCRIOComponent(t *testing.T) {
-	components, err := RuntimeComponents(RuntimeCRIO, versions.Default(), Sources{})
+	components, err := RuntimeComponents("crio", versions.Default(), Sources{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +257,7 @@ func TestCRIOComponent(t *testing.T) {
 
 func TestCRIONodeFilesRender(t *testing.T) {
 	var buf strings.Builder
-	err := writeRuntimeNodeFilesTar(&buf, RuntimeCRIO, nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil)
+	err := writeRuntimeNodeFilesTar(&buf, runtimes.MustLookup("crio"), nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,6 +277,81 @@ func TestCRIONodeFilesRender(t *testing.T) {
 	for _, unwanted := range []string{"etc/containerd/config.toml", "etc/systemd/system/containerd.service", "unix:///run/containerd/containerd.sock", "{{"} {
 		if strings.Contains(tarText, unwanted) {
 			t.Errorf("crio node files contain %q", unwanted)
+		}
+	}
+}
+
+// Every runtime clusters/runtimes knows can be planned: it has a build recipe
+// here, and the node files, units and commands its entry names exist. Adding a
+// runtime there without its recipe or files fails here.
+func TestEveryRuntimeHasARecipe(t *testing.T) {
+	images := map[string]string{}
+	for _, rt := range runtimes.All() {
+		t.Run(rt.Name, func(t *testing.T) {
+			components, err := RuntimeComponents(rt.Name, versions.Default(), Sources{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if components[0].Name != rt.Name || len(components[0].Binaries()) == 0 {
+				t.Errorf("the runtime's component is %q with %v, want one named %q with binaries", components[0].Name, components[0].Binaries(), rt.Name)
+			}
+			if _, ok := versions.Default()[rt.VersionPin]; !ok {
+				t.Errorf("VersionPin %q is not in versions.env", rt.VersionPin)
+			}
+			p := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = rt.Name }))
+			if other, ok := images[p.NodeImage()]; ok {
+				t.Errorf("%s and %s plan the same node image %s", rt.Name, other, p.NodeImage())
+			}
+			images[p.NodeImage()] = rt.Name
+			for _, alias := range rt.Aliases {
+				if a := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = alias })); !reflect.DeepEqual(a.Steps, p.Steps) {
+					t.Errorf("alias %s plans differently from %s", alias, rt.Name)
+				}
+			}
+			if rt.Images != runtimes.ImagesThroughKind && rt.Images != runtimes.ImagesThroughSkopeo {
+				t.Errorf("Images = %q", rt.Images)
+			}
+			for _, name := range rt.NodeCommands {
+				if _, _, err := testBuilder(nil, nil).localCommandKey(name); err != nil {
+					t.Error(err)
+				}
+			}
+			var buf strings.Builder
+			if err := writeRuntimeNodeFilesTar(&buf, rt, nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil); err != nil {
+				t.Fatal(err)
+			}
+			files := map[string]bool{}
+			tr := tar.NewReader(strings.NewReader(buf.String()))
+			for {
+				h, err := tr.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				files[h.Name] = true
+			}
+			for _, unit := range append(rt.NodeUnits, "kubelet.service") {
+				if !files["etc/systemd/system/"+unit] {
+					t.Errorf("unit %s is not in the node's files", unit)
+				}
+			}
+			for _, p := range rt.NodeLeavesOut {
+				if _, err := nodeFiles.ReadFile("nodefs/" + p); err != nil {
+					t.Errorf("NodeLeavesOut %s: not a nodefs file", p)
+				}
+			}
+			if rt.NodeFilesDir != "" {
+				if _, err := fs.Stat(runtimeFiles, "runtimes/"+rt.NodeFilesDir); err != nil {
+					t.Errorf("NodeFilesDir: %v", err)
+				}
+			}
+		})
+	}
+	for name := range runtimeRecipes {
+		if _, err := runtimes.Lookup(name); err != nil {
+			t.Errorf("recipe %s: %v", name, err)
 		}
 	}
 }

@@ -46,22 +46,28 @@ type Cell struct {
 	Notes                            []string // "failed: <spec>: <message>" and the like
 }
 
-// Read collects every <dir>/<runtime>/<suite>/junit.xml below dir.
+// JUnitFile is the JUnit report of one runtime's run: <dir>/<runtime>/JUnitFile.
+const JUnitFile = "junit_01.xml"
+
+// Read collects every <dir>/<runtime>/junit_01.xml below dir, one cell per
+// runtime and suite. A spec's suite is its Suite:<name> label; suite-level
+// nodes that fail ([SynchronizedBeforeSuite] ...) count under "setup".
 func Read(dir string) ([]Cell, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*", "*", "junit.xml"))
+	files, err := filepath.Glob(filepath.Join(dir, "*", JUnitFile))
 	if err != nil {
 		return nil, err
 	}
 	var cells []Cell
 	for _, file := range files {
-		rel, _ := filepath.Rel(dir, filepath.Dir(file))
-		runtime, suite, _ := strings.Cut(rel, string(filepath.Separator))
-		cell, err := readFile(file)
+		runtime := filepath.Base(filepath.Dir(file))
+		bySuite, err := readFile(file)
 		if err != nil {
 			return nil, err
 		}
-		cell.Runtime, cell.Suite = runtime, suite
-		cells = append(cells, cell)
+		for suite, cell := range bySuite {
+			cell.Runtime, cell.Suite = runtime, suite
+			cells = append(cells, *cell)
+		}
 	}
 	sort.Slice(cells, func(i, j int) bool {
 		if cells[i].Runtime != cells[j].Runtime {
@@ -72,22 +78,47 @@ func Read(dir string) ([]Cell, error) {
 	return cells, nil
 }
 
-func readFile(path string) (Cell, error) {
+// suiteOf reads the Suite:<name> label Ginkgo appends to a case's name
+// ("[It] text [Suite:dra, ci]").
+func suiteOf(name string) string {
+	open := strings.LastIndex(name, " [")
+	if open < 0 || !strings.HasSuffix(name, "]") {
+		return "setup"
+	}
+	for _, label := range strings.Split(name[open+2:len(name)-1], ", ") {
+		if s, ok := strings.CutPrefix(label, "Suite:"); ok {
+			return s
+		}
+	}
+	return "setup"
+}
+
+func readFile(path string) (map[string]*Cell, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return Cell{}, err
+		return nil, err
 	}
 	var suites junitSuites
 	if err := xml.Unmarshal(data, &suites); err != nil {
-		return Cell{}, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	var c Cell
+	cells := map[string]*Cell{}
 	for _, s := range suites.Suites {
 		for _, tc := range s.Cases {
 			// Ginkgo reports suite-level nodes ([BeforeSuite], [ReportAfterSuite] ...)
 			// as cases too: they count only when they fail.
 			if !strings.HasPrefix(tc.Name, "[It]") && tc.Failure == nil && tc.Error == nil {
 				continue
+			}
+			if tc.Skipped != nil && tc.Skipped.Message == "skipped" && tc.Status != "pending" {
+				// left out by --focus or --label-filter: not a result
+				continue
+			}
+			suite := suiteOf(tc.Name)
+			c := cells[suite]
+			if c == nil {
+				c = &Cell{}
+				cells[suite] = c
 			}
 			c.Duration += time.Duration(tc.Time * float64(time.Second))
 			switch {
@@ -97,9 +128,6 @@ func readFile(path string) (Cell, error) {
 			case tc.Status == "pending":
 				c.Pending++
 				c.Notes = append(c.Notes, fmt.Sprintf("pending: %s", tc.Name))
-			case tc.Skipped != nil && tc.Skipped.Message == "skipped":
-				// left out by --focus or --label-filter: not a result
-				continue
 			case tc.Skipped != nil:
 				c.Skipped++
 				if tc.Skipped.Message != "" {
@@ -110,7 +138,7 @@ func readFile(path string) (Cell, error) {
 			}
 		}
 	}
-	return c, nil
+	return cells, nil
 }
 
 func message(tc junitCase) string {

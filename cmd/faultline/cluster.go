@@ -5,29 +5,54 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
+	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/fakes"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
+
+// runtimeFlagChoices names the runtimes a --runtime flag takes, with their aliases.
+func runtimeFlagChoices() string {
+	var out []string
+	for _, rt := range runtimes.All() {
+		name := rt.Name
+		if len(rt.Aliases) > 0 {
+			name += " (" + strings.Join(rt.Aliases, ", ") + ")"
+		}
+		out = append(out, name)
+	}
+	return strings.Join(out, ", ")
+}
 
 func init() {
 	register("create-cluster", "create a kind cluster (or reuse one of the same name with --reuse)",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var s kindcluster.Settings
 			fs.StringVar(&s.Name, "name", "faultline", "cluster name")
-			fs.StringVar(&s.Runtime, "runtime", "containerd", "container runtime of the nodes")
+			fs.StringVar(&s.Runtime, "runtime", runtimes.Default, "container runtime of the nodes: "+runtimeFlagChoices())
 			fs.StringVar(&s.NodeImage, "node-image", "", "node image (from build-node-image, or a prebuilt kind node image)")
-			fs.DurationVar(&s.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout (0: the kubelet's default, 2m)")
-			fs.DurationVar(&s.NRIRequestTimeout, "nri-request-timeout", 0, "runtime's NRI plugin request timeout (0: the image's default)")
-			fs.DurationVar(&s.NRIRegistrationTimeout, "nri-registration-timeout", 0, "runtime's NRI plugin registration timeout (0: the image's default)")
+			fs.DurationVar(&s.RuntimeRequestTimeout, "runtime-request-timeout", 0,
+				fmt.Sprintf("kubelet runtimeRequestTimeout (0: %s)", facts.DefaultRuntimeRequestTimeout))
+			fs.DurationVar(&s.NRIRequestTimeout, "nri-request-timeout", 0,
+				fmt.Sprintf("runtime's NRI plugin request timeout (0: %s)", facts.DefaultNRIRequestTimeout))
+			fs.DurationVar(&s.NRIRegistrationTimeout, "nri-registration-timeout", 0,
+				fmt.Sprintf("runtime's NRI plugin registration timeout (0: %s)", facts.DefaultNRIRegistrationTimeout))
 			kubeconfig := fs.String("kubeconfig", "", "where to write the cluster's kubeconfig (required)")
 			wait := fs.Duration("wait", 3*time.Minute, "how long to wait for the nodes to be Ready")
 			fs.BoolVar(&s.Retain, "retain", false, "keep the nodes of a failed create, to debug them (delete-cluster removes them)")
-			reuse := fs.Bool("reuse", false, "if the cluster exists, keep it and only write its kubeconfig")
+			reuse := fs.Bool("reuse", false, "if the cluster exists, keep it and only write its kubeconfig; it must be one faultline made with the same settings")
 			return func(ctx context.Context, args []string) error {
+				if len(args) > 0 {
+					return fmt.Errorf("unexpected arguments %v", args)
+				}
 				if s.NodeImage == "" || *kubeconfig == "" {
 					return fmt.Errorf("--node-image and --kubeconfig are required")
+				}
+				if _, err := runtimes.Lookup(s.Runtime); err != nil {
+					return fmt.Errorf("--runtime: %w", err)
 				}
 				if *reuse {
 					exists, err := kindcluster.Exists(s.Name)
@@ -35,8 +60,13 @@ func init() {
 						return err
 					}
 					if exists {
-						fmt.Fprintf(os.Stderr, "reusing cluster %q\n", s.Name)
-						return kindcluster.WriteKubeconfig(s.Name, *kubeconfig)
+						f, err := kindcluster.Reuse(ctx, s, *kubeconfig)
+						if err != nil {
+							return fmt.Errorf("%w\n(delete it with: faultline delete-cluster --name %s)", err, s.Name)
+						}
+						fmt.Fprintf(os.Stderr, "reusing cluster %q: %s %s, Kubernetes %s, made by %s\n",
+							s.Name, f.Runtime, f.RuntimeVersion, f.KubernetesVersion, f.CreatedBy)
+						return nil
 					}
 				}
 				s.CgroupV1 = kindcluster.HostIsCgroupV1()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
@@ -15,7 +16,7 @@ func init() {
 	register("build-node-image", "build (or reuse) the kind node image from the pinned versions; prints its reference",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var opts nodeimage.Options
-			fs.StringVar(&opts.Runtime, "runtime", "containerd", "container runtime of the node: containerd or crio")
+			fs.StringVar(&opts.Runtime, "runtime", runtimes.Default, "container runtime of the node: "+runtimeFlagChoices())
 			fs.StringVar(&opts.CacheDir, "cache-dir", defaultCacheDir(), "where built binaries, throwaway modules and build logs are kept")
 			fs.StringVar(&opts.RepoRoot, "repo-root", ".", "faultline checkout (for binaries built from it)")
 			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")
@@ -26,6 +27,9 @@ func init() {
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return fmt.Errorf("unexpected arguments %v", args)
+				}
+				if _, err := runtimes.Lookup(opts.Runtime); err != nil {
+					return fmt.Errorf("--runtime: %w", err)
 				}
 				opts.Pins = versions.Default()
 				b, err := nodeimage.NewBuilder(ctx, opts)

@@ -8,9 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
 	"sort"
-	"syscall"
+
+	"github.com/faultline-k8s/faultline/internal/interrupt"
 )
 
 // command is one subcommand: its flags are registered on fs, run does the work.
@@ -57,9 +57,16 @@ func main() {
 		}
 		os.Exit(2) // the flag package has printed what was wrong
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, fs.Args()); err != nil {
+	ctx, signals := withSignals(context.Background())
+	err := run(ctx, fs.Args())
+	signals.Stop()
+	// An interrupted command exits as the shell would report the signal
+	// (130 for INT, 143 for TERM), whatever error the interruption caused.
+	if caught, ok := interrupt.Caught(ctx); ok {
+		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], caught)
+		os.Exit(caught.ExitCode())
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}

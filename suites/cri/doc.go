@@ -1,3 +1,17 @@
-// Package cri holds the CRI suite: what the runtime does when the kubelet's
-// RunPodSandbox or CreateContainer request times out.
+// Package cri holds the CRI suite (label Suite:cri): what the runtime does
+// when the kubelet's RunPodSandbox or CreateContainer request times out. It
+// is linked into the one test binary (suites/suites_test.go).
+//
+// The suite owns the fixture set "cri" (fixtures/cri: the CRI relay
+// DaemonSet in faultline-cri and the faultline-slow RuntimeClass; suite.go).
+// On a runtime whose CreateContainer runs no OCI create (containerd,
+// clusters/runtimes CreateContainerRunsOCICreate), the CreateContainer specs
+// also need the NRI suite's fixture set "nri", the one deployment both
+// suites share (slowdown.go).
+//
+//	cache.go     requirements 1-7, over direct CRI, once per stage
+//	kubelet.go   requirement 8, through the kubelet
+//	target.go    the object a spec creates, and its witnesses
+//	slowdown.go  how a creation is made slower than its caller's deadline
+//	node.go      the relay connection, runtime restarts, the NRI record
 package cri

@@ -20,28 +20,50 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 const (
-	// relayNamespace holds the CRI relay DaemonSet and the faultline-slow
-	// RuntimeClass (fixtures/cri); nriNamespace the fake NRI plugin, which
-	// slows containerd's CreateContainer (see slowdown.go).
+	// relayNamespace holds the CRI relay DaemonSet (fixtures/cri; the
+	// faultline-slow RuntimeClass of the set is cluster-wide).
 	relayNamespace = "faultline-cri"
-	nriNamespace   = "faultline-cri-nri"
 	relaySelector  = "app.kubernetes.io/name=cri-relay"
-	relayCRIPort   = 10010
-	relayHTTPPort  = "8080"
+	// nriPluginSelector selects the fake NRI plugin's pods (fixtures/nri,
+	// in the nri set's namespace), which slow containerd's CreateContainer
+	// (see slowdown.go); nriPluginPort serves instance a's event record.
+	nriPluginSelector = "app.kubernetes.io/name=fake-nri-plugin"
+	nriPluginPort     = "8080"
+	relayCRIPort      = 10010
+	relayHTTPPort     = "8080"
 	// slowHandler is the runtime handler (and RuntimeClass) of runc-slow.
 	slowHandler = "faultline-slow"
 )
 
+// runtime is the nodes' runtime (a cluster fact) as messages name it.
+type runtime struct {
+	runtimes.Runtime
+	Version string
+}
+
+func (r runtime) String() string {
+	if r.Version == "" {
+		return r.Name
+	}
+	return r.Name + " " + r.Version
+}
+
+func clusterRuntime() runtime {
+	c := harness.Cluster()
+	return runtime{Runtime: c.Runtime, Version: c.RuntimeVersion}
+}
+
 // node is one node's runtime as a spec sees it.
 type node struct {
 	Name    string
-	Runtime harness.Runtime
+	Runtime runtime
 	CRI     runtimeapi.RuntimeServiceClient
 	conn    *grpc.ClientConn
 	cs      clientset.Interface
@@ -56,8 +78,7 @@ func connectNode(ctx context.Context, f *framework.Framework) *node {
 	cs := f.ClientSet
 	name, err := harness.SchedulableNode(ctx, cs)
 	framework.ExpectNoError(err)
-	rt, err := harness.NodeRuntime(ctx, cs, name)
-	framework.ExpectNoError(err)
+	rt := clusterRuntime()
 	var n *node
 	var status *runtimeapi.StatusResponse
 	gomega.Eventually(ctx, func(ctx context.Context) error {
@@ -77,7 +98,7 @@ const runtimeRestartTimeout = 2 * time.Minute
 
 // dialNode port-forwards to the node's relay and asks the runtime for its
 // status; on success the connection lives until the spec ends.
-func dialNode(ctx context.Context, f *framework.Framework, name string, rt harness.Runtime) (*node, *runtimeapi.StatusResponse, error) {
+func dialNode(ctx context.Context, f *framework.Framework, name string, rt runtime) (*node, *runtimeapi.StatusResponse, error) {
 	relay, err := harness.PodOnNode(ctx, f.ClientSet, relayNamespace, relaySelector, name)
 	if err != nil {
 		return nil, nil, err
@@ -136,10 +157,11 @@ func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Rec
 	return out, nil
 }
 
-// restartRuntime stops the runtime's process; the node's init starts it
-// again (Restart=always in kind's and faultline's units).
+// restartRuntime stops the runtime's process (clusters/runtimes Process);
+// the node's init starts it again (Restart=always in kind's and faultline's
+// units).
 func (n *node) restartRuntime(ctx context.Context) error {
-	process := map[string]string{"containerd": "containerd", "crio": "crio"}[harness.NormalizeRuntime(n.Runtime.Name)]
+	process := n.Runtime.Process
 	if process == "" {
 		return fmt.Errorf("no known process for runtime %s", n.Runtime)
 	}
@@ -150,12 +172,15 @@ func (n *node) restartRuntime(ctx context.Context) error {
 }
 
 // nriEvents returns the fake NRI plugin's (instance a) records of a pod.
+// The NRI suite's specs run on the same plugin instances at the same time;
+// the record of a pod only holds that pod's events, and a fault only fires
+// for the pod whose annotation asks for it.
 func (n *node) nriEvents(ctx context.Context, podUID string) ([]record.Event, error) {
-	plugin, err := harness.PodOnNode(ctx, n.cs, nriNamespace, "app.kubernetes.io/name=fake-nri-plugin", n.Name)
+	plugin, err := harness.PodOnNode(ctx, n.cs, harness.FixtureSetNamespace(nriFixtureSet), nriPluginSelector, n.Name)
 	if err != nil {
 		return nil, err
 	}
-	raw, err := harness.ProxyGet(ctx, n.cs, plugin, "8080", "/events", map[string]string{"podUID": podUID})
+	raw, err := harness.ProxyGet(ctx, n.cs, plugin, nriPluginPort, "/events", map[string]string{"podUID": podUID})
 	if err != nil {
 		return nil, err
 	}

@@ -52,15 +52,12 @@ func (s slowdown) String() string {
 	return fmt.Sprintf("%s by %s; the caller's deadline is %s", how, s.Delay, s.Deadline)
 }
 
-// needsNRISlowdown: the runtime runs no OCI create in CreateContainer.
-func needsNRISlowdown(rt harness.Runtime) bool {
-	return harness.NormalizeRuntime(rt.Name) == "containerd"
-}
-
-// slowdownFor picks the mechanism for a runtime and a stage.
-func slowdownFor(rt harness.Runtime, stage string) slowdown {
-	if stage == stageContainer && needsNRISlowdown(rt) {
-		timeout := harness.Flags.NRIRequestTimeout
+// slowdownFor picks the mechanism for a runtime and a stage: the fake NRI
+// plugin where the runtime's CreateContainer runs no OCI create
+// (clusters/runtimes CreateContainerRunsOCICreate).
+func slowdownFor(rt runtime, stage string) slowdown {
+	if stage == stageContainer && !rt.CreateContainerRunsOCICreate {
+		timeout := harness.Cluster().NRIRequestTimeout
 		return slowdown{ViaNRI: true, Delay: timeout * 3 / 4, Deadline: timeout / 4}
 	}
 	return slowdown{Delay: ociDelay, Deadline: ociDeadline}

@@ -1,26 +1,33 @@
-// Package dra holds the DRA suite: how the kubelet and a DRA driver handle
-// permanent and transient NodePrepareResources / NodeUnprepareResources
-// failures, organised by requirement.
+// Package dra holds the DRA suite (label Suite:dra): how the kubelet and a
+// DRA driver handle permanent and transient NodePrepareResources /
+// NodeUnprepareResources failures, organised by requirement. It is linked
+// into the one test binary (suites/suites_test.go).
 //
-// The suite deploys fixtures/dra once (SynchronizedBeforeSuite): two
-// instances of the fake driver (drivers/fake/dra), dra.faultline.k8s.io and
-// second.dra.faultline.k8s.io. Every spec makes its own namespace, claims
-// and FaultSpecs, and reads the driver's call record through the pod proxy.
+// The suite owns the fixture set "dra" (fixtures/dra, namespace
+// faultline-dra-driver; suite.go): two instances of the fake driver
+// (drivers/fake/dra), dra.faultline.k8s.io and second.dra.faultline.k8s.io.
+// The first spec that needs it deploys it (harness.Require, through
+// describe) and waits until both drivers are registered and have published
+// their devices; the run removes it at the end. Every spec makes its own
+// namespace, claims and FaultSpecs, and reads the driver's call record
+// through the pod proxy.
 //
-//	prepare_test.go    transient and unclassified failures are retried; a permanent
-//	                   one fails the pod (KEP-5322, skipped without it); a bad
-//	                   configuration names its field and is not retried faster than
-//	                   the kubelet's resync; a stalled call is retried without a
-//	                   duplicate preparation; a timed-out call's error names driver
-//	                   and claim
-//	unprepare_test.go  a failing unprepare is retried and the pod's deletion waits
-//	                   for it, also with two drivers
-//	multi_test.go      several claims and two drivers, one failing: every failing
-//	                   device and claim is named, the healthy driver's claim is
-//	                   prepared and unprepared exactly once, also when the pod is
-//	                   deleted while the other driver keeps failing
-//	device_test.go     a device failing while in use: NoExecute taint evicts, the
-//	                   replacement gets a healthy device (Serial); health in pod
-//	                   status
-//	timing_test.go     the kubelet timings the timeouts derive from, as measured
+//	prepare.go    transient and unclassified failures are retried; a permanent
+//	              one fails the pod (KEP-5322, skipped without it); a bad
+//	              configuration names its field and is not retried faster than
+//	              the kubelet's resync; a stalled call is retried without a
+//	              duplicate preparation; a timed-out call's error names driver
+//	              and claim
+//	unprepare.go  a failing unprepare is retried and the pod's deletion waits
+//	              for it, also with two drivers
+//	multi.go      several claims and two drivers, one failing: every failing
+//	              device and claim is named, the healthy driver's claim is
+//	              prepared and unprepared exactly once, also when the pod is
+//	              deleted while the other driver keeps failing
+//	device.go     a device failing while in use: NoExecute taint evicts, the
+//	              replacement gets a healthy device (Serial); health in pod
+//	              status
+//	timing.go     the kubelet timings the timeouts derive from, as measured
+//
+// driver.go, objects.go, wait.go and dump.go are the specs' helpers.
 package dra

@@ -10,86 +10,21 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clientset "k8s.io/client-go/kubernetes"
-	"k8s.io/kubernetes/test/e2e/framework"
-
-	"github.com/faultline-k8s/faultline/fixtures"
 )
-
-// Deployment is a fixture set applied to the cluster.
-type Deployment struct {
-	Namespace string
-	objects   []*unstructured.Unstructured
-	applier   *fixtures.Applier
-}
-
-// Deploy renders a fixture set ("dra", "nri") into namespace with the fakes image
-// and creates it, after removing what a killed earlier run may have left. Call it
-// from SynchronizedBeforeSuite, then WaitForDaemonSets; Remove it from
-// SynchronizedAfterSuite.
-func Deploy(ctx context.Context, set, namespace string, extra map[string]string) (*Deployment, error) {
-	config, err := framework.LoadConfig()
-	if err != nil {
-		return nil, err
-	}
-	objects, err := fixtures.Render(set, fixtures.Values{
-		Namespace: namespace, Image: Flags.FakesImage, PullPolicy: Flags.PullPolicy, Extra: extra,
-	})
-	if err != nil {
-		return nil, err
-	}
-	applier, err := fixtures.NewApplier(config)
-	if err != nil {
-		return nil, err
-	}
-	d := &Deployment{Namespace: namespace, objects: objects, applier: applier}
-	// A previous run that was killed may have left the set behind.
-	if err := d.Remove(ctx); err != nil {
-		return nil, err
-	}
-	if err := applier.Create(ctx, objects); err != nil {
-		return nil, err
-	}
-	return d, nil
-}
-
-// Remove deletes the set and waits for its namespace to be gone.
-func (d *Deployment) Remove(ctx context.Context) error {
-	if err := d.applier.Delete(ctx, d.objects); err != nil {
-		return err
-	}
-	cs, err := framework.LoadClientset()
-	if err != nil {
-		return err
-	}
-	return PollUntil(ctx, 2*time.Minute, func() (bool, error) {
-		_, err := cs.CoreV1().Namespaces().Get(ctx, d.Namespace, metav1.GetOptions{})
-		return err != nil, nil
-	})
-}
 
 // WaitForDaemonSets waits until every DaemonSet in namespace has all its pods
 // scheduled, updated and Ready.
 func WaitForDaemonSets(ctx context.Context, cs clientset.Interface, namespace string, timeout time.Duration) error {
+	check := daemonSetsReadyCheck(namespace)
 	var last string
 	err := PollUntil(ctx, timeout, func() (bool, error) {
-		list, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+		ok, why, err := check(ctx, cs)
 		if err != nil {
 			return false, err
 		}
-		if len(list.Items) == 0 {
-			last = "no DaemonSets"
-			return false, nil
-		}
-		for _, ds := range list.Items {
-			if !daemonSetReady(&ds) {
-				last = fmt.Sprintf("DaemonSet %s: %d desired, %d updated, %d ready", ds.Name,
-					ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled, ds.Status.NumberReady)
-				return false, nil
-			}
-		}
-		return true, nil
+		last = why
+		return ok, nil
 	})
 	if err != nil {
 		return fmt.Errorf("DaemonSets in %s not ready within %s (%s): %w", namespace, timeout, last, err)
@@ -107,9 +42,13 @@ func daemonSetReady(ds *appsv1.DaemonSet) bool {
 // passes. For waits outside a spec (suite setup), where gomega's Eventually is
 // not available.
 func PollUntil(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
+	return pollUntil(ctx, time.Second, timeout, done)
+}
+
+func pollUntil(ctx context.Context, interval, timeout time.Duration, done func() (bool, error)) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	ticker := time.NewTicker(time.Second)
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		ok, err := done()

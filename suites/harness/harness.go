@@ -1,19 +1,26 @@
 // Package harness wires faultline's Ginkgo suites to the Kubernetes e2e framework:
-// its flags and conventions, faultline's own flags, and the rule that a suite
-// without a cluster skips instead of failing.
+// its flags and conventions, faultline's own flags, the cluster's facts, the
+// fixture sets the suites deploy, and the rule that a run without a cluster
+// skips instead of failing.
+//
+// The suites (suites/dra, suites/nri, suites/cri) are packages of one test
+// binary (suites/suites_test.go, built as _output/bin/faultline.test). Each
+// labels its specs Suite:<name> (Describe), so a label filter picks suites.
 package harness
 
 import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
-	"github.com/onsi/gomega"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
 
 // Options are faultline's own flags, shared by every suite.
@@ -22,69 +29,137 @@ type Options struct {
 	FakesImage string
 	// PullPolicy for FakesImage: IfNotPresent for images loaded into kind nodes.
 	PullPolicy string
-	// Runtime names the node's container runtime, for reports and known
-	// discrepancies (containerd, cri-o); empty means detect from the node.
+	// Runtime overrides the cluster's container runtime (a clusters/runtimes
+	// name or alias); empty: from the cluster's facts.
 	Runtime string
-	// NRIRequestTimeout is the runtime's NRI plugin request timeout (containerd
-	// plugin_request_timeout, CRI-O nri_plugin_request_timeout): specs stall
-	// plugins past it and bound their waits by it.
+	// RuntimeRequestTimeout overrides the kubelet's runtimeRequestTimeout;
+	// zero: from the cluster's facts.
+	RuntimeRequestTimeout time.Duration
+	// NRIRequestTimeout overrides the runtime's NRI plugin request timeout
+	// (containerd plugin_request_timeout, CRI-O nri_plugin_request_timeout);
+	// zero: from the cluster's facts, else facts.DefaultNRIRequestTimeout.
 	NRIRequestTimeout time.Duration
 }
 
-// Flags holds the parsed faultline flags.
+// Flags holds the parsed faultline flags. The cluster's facts, with these
+// overrides applied, are Cluster().
 var Flags Options
 
 func registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&Flags.FakesImage, "faultline.fakes-image", "", "image with faultline's fake driver, plugin and test pod (hack/run-e2e.sh builds and loads it)")
 	fs.StringVar(&Flags.PullPolicy, "faultline.pull-policy", "IfNotPresent", "imagePullPolicy for the fakes image")
-	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "the nodes' container runtime (containerd, cri-o); empty: read it from the node")
-	fs.DurationVar(&Flags.NRIRequestTimeout, "faultline.nri-request-timeout", 2*time.Second, "the runtime's NRI plugin request timeout (hack/run-e2e.sh --nri-request-timeout sets it in the cluster)")
+	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "override the nodes' container runtime ("+runtimeNames()+"); empty: from the cluster's facts (ConfigMap kube-system/faultline-cluster, else node status)")
+	fs.DurationVar(&Flags.RuntimeRequestTimeout, "faultline.runtime-request-timeout", 0, "override the kubelet's runtimeRequestTimeout; 0: from the cluster's facts (ConfigMap, else the kubelet's /configz)")
+	fs.DurationVar(&Flags.NRIRequestTimeout, "faultline.nri-request-timeout", 0, "override the runtime's NRI plugin request timeout; 0: from the cluster's facts (ConfigMap; a cluster faultline did not make: the default, 2s)")
 }
 
-// haveCluster is set by Main when a kubeconfig was given.
+func runtimeNames() string { return strings.Join(runtimes.Names(), ", ") }
+
+// haveCluster is set by Main when --kubeconfig was given.
 var haveCluster bool
 
-// Main is the TestMain of every suite: it registers the e2e framework's flags and
-// faultline's, and checks the kubeconfig before any spec runs, so that bad input
-// gives one clear line and a non-zero exit.
+// HaveCluster reports whether the run has a cluster (an explicit --kubeconfig).
+func HaveCluster() bool { return haveCluster }
+
+// Main is the TestMain of the test binary: it registers the e2e framework's
+// flags and faultline's, answers --list-tests and --list-labels (no cluster
+// needed), and checks the cluster flags before any spec runs, so that bad
+// input gives one clear line and a non-zero exit.
+//
+// Only an explicit --kubeconfig selects a cluster. The framework takes the
+// flag's default from $KUBECONFIG; Main drops that default, so `go test ./...`
+// on a machine with KUBECONFIG set still skips instead of running the specs
+// against whatever cluster that names.
 func Main(m *testing.M) {
 	framework.RegisterCommonFlags(flag.CommandLine)
 	framework.RegisterClusterFlags(flag.CommandLine)
 	registerFlags(flag.CommandLine)
 	flag.Parse()
 
-	if framework.TestContext.KubeConfig != "" {
-		if err := checkKubeconfig(framework.TestContext.KubeConfig); err != nil {
-			fmt.Fprintf(os.Stderr, "faultline: %v\n", err)
-			os.Exit(2)
-		}
-		if Flags.FakesImage == "" {
-			fmt.Fprintln(os.Stderr, "faultline: --faultline.fakes-image is required with a cluster (hack/run-e2e.sh builds and passes it)")
-			os.Exit(2)
-		}
+	kubeconfigGiven := flagGiven(flag.CommandLine, clientcmd.RecommendedConfigPathFlag)
+	if !kubeconfigGiven {
+		framework.TestContext.KubeConfig = ""
+	}
+	if flagTrue(flag.CommandLine, "list-tests") || flagTrue(flag.CommandLine, "list-labels") {
+		// Prints the specs (or labels) of the tree and exits.
+		framework.AfterReadingAllFlags(&framework.TestContext)
+	}
+	if err := checkFlags(kubeconfigGiven); err != nil {
+		fmt.Fprintf(os.Stderr, "faultline: %v\n", err)
+		os.Exit(2)
+	}
+	if kubeconfigGiven {
 		haveCluster = true
 		framework.AfterReadingAllFlags(&framework.TestContext)
 	}
 	os.Exit(m.Run())
 }
 
-func checkKubeconfig(path string) error {
+// checkFlags validates faultline's flags and, with a cluster, the kubeconfig.
+func checkFlags(kubeconfigGiven bool) error {
+	if Flags.Runtime != "" {
+		if _, err := runtimes.Lookup(Flags.Runtime); err != nil {
+			return fmt.Errorf("--faultline.runtime: %v", err)
+		}
+	}
+	for name, d := range map[string]time.Duration{
+		"--faultline.runtime-request-timeout": Flags.RuntimeRequestTimeout,
+		"--faultline.nri-request-timeout":     Flags.NRIRequestTimeout,
+	} {
+		if d < 0 {
+			return fmt.Errorf("%s must not be negative (0: from the cluster's facts), got %s", name, d)
+		}
+	}
+	if !kubeconfigGiven {
+		return nil
+	}
+	path := framework.TestContext.KubeConfig
+	if path == "" {
+		return fmt.Errorf("--kubeconfig is empty (pass --kubeconfig PATH of a reachable cluster)")
+	}
 	if _, err := os.Stat(path); err != nil {
 		return fmt.Errorf("kubeconfig %s: %v (pass --kubeconfig PATH of a reachable cluster)", path, err)
 	}
 	if _, err := clientcmd.LoadFromFile(path); err != nil {
 		return fmt.Errorf("kubeconfig %s is not a valid kubeconfig: %v", path, err)
 	}
+	if Flags.FakesImage == "" {
+		return fmt.Errorf("--faultline.fakes-image is required with a cluster (hack/run-e2e.sh builds and passes it)")
+	}
 	return nil
 }
 
-// RunSuite runs the suite's specs, or skips them when no cluster was named: `go
-// test ./...` compiles every suite but runs no spec without --kubeconfig (or
-// KUBECONFIG).
-func RunSuite(t *testing.T, name string) {
-	if !haveCluster {
-		t.Skipf("%s: no cluster (pass --kubeconfig or set KUBECONFIG; hack/run-e2e.sh does both)", name)
+// flagGiven reports whether name was set on the command line (not left at
+// its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == name {
+			given = true
+		}
+	})
+	return given
+}
+
+func flagTrue(fs *flag.FlagSet, name string) bool {
+	f := fs.Lookup(name)
+	return f != nil && f.Value.String() == "true"
+}
+
+// SkipWithoutCluster skips t when no cluster was named: `go test ./...`
+// compiles every suite but runs no spec without --kubeconfig. A Ginkgo dry
+// run (--ginkgo.dry-run) walks the spec tree without a cluster.
+func SkipWithoutCluster(t *testing.T) {
+	t.Helper()
+	if haveCluster {
+		return
 	}
-	gomega.RegisterFailHandler(framework.Fail)
-	ginkgo.RunSpecs(t, name)
+	if suiteConfig, _ := ginkgo.GinkgoConfiguration(); suiteConfig.DryRun {
+		return
+	}
+	why := "no cluster: pass --kubeconfig PATH and --faultline.fakes-image IMAGE to run the specs (hack/run-e2e.sh does)"
+	if env := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); env != "" {
+		why += "; KUBECONFIG alone does not select a cluster"
+	}
+	t.Skip("faultline: " + why)
 }

@@ -1,7 +1,8 @@
 package harness
 
-// The node under test: which runtime runs there, where its CRI socket is, and
-// which node test pods land on.
+// The node under test: its kubelet's configuration, where its runtime's CRI
+// socket is, and which node test pods land on. Which runtime it runs is a
+// cluster fact (Cluster).
 
 import (
 	"context"
@@ -16,40 +17,10 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 )
 
-// Runtime is a node's container runtime as the kubelet reports it.
-type Runtime struct {
-	// Name is "containerd", "cri-o", ...
-	Name, Version string
-}
-
-func (r Runtime) String() string { return r.Name + " " + r.Version }
-
-// NodeRuntime reads the node's runtime from its status
-// (containerRuntimeVersion "containerd://2.4.2"). --faultline.runtime only
-// names what the run expected; the node wins if they differ.
-func NodeRuntime(ctx context.Context, cs clientset.Interface, node string) (Runtime, error) {
-	n, err := cs.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
-	if err != nil {
-		return Runtime{}, err
-	}
-	name, version, _ := strings.Cut(n.Status.NodeInfo.ContainerRuntimeVersion, "://")
-	rt := Runtime{Name: name, Version: version}
-	if want := Flags.Runtime; want != "" && NormalizeRuntime(want) != NormalizeRuntime(name) {
-		framework.Logf("--faultline.runtime=%s, but node %s runs %s; using the node's", want, node, rt)
-	}
-	return rt, nil
-}
-
-// NormalizeRuntime makes runtime names comparable: "cri-o", "CRI-O" and
-// "crio" are all "crio".
-func NormalizeRuntime(name string) string {
-	return strings.ReplaceAll(strings.ToLower(name), "-", "")
-}
-
-// KubeletConfig is what the specs read of a kubelet's running configuration.
+// KubeletConfig is what the specs read of a kubelet's running configuration
+// (its runtimeRequestTimeout is a cluster fact: Cluster).
 type KubeletConfig struct {
 	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
-	RuntimeRequestTimeout    string `json:"runtimeRequestTimeout"`
 }
 
 // ReadKubeletConfig reads the kubelet's configuration on node (/configz
@@ -70,31 +41,32 @@ func ReadKubeletConfig(ctx context.Context, cs clientset.Interface, node string)
 
 // CRISocket returns the directory and file name of the node's CRI socket,
 // from the kubelet's configuration (containerRuntimeEndpoint), else the
-// runtime's default.
+// runtime's default (clusters/runtimes).
 func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
 	cfg, err := ReadKubeletConfig(ctx, cs, node)
 	if err == nil {
 		if ep := strings.TrimPrefix(cfg.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
 			return path.Dir(ep), path.Base(ep), nil
 		}
+		err = fmt.Errorf("containerRuntimeEndpoint %q is no unix socket", cfg.ContainerRuntimeEndpoint)
 	}
-	framework.Logf("cannot read the kubelet's containerRuntimeEndpoint on %s (%v); using the runtime's default socket", node, err)
-	rt, rerr := NodeRuntime(ctx, cs, node)
-	if rerr != nil {
-		return "", "", rerr
+	if cluster == nil {
+		return "", "", fmt.Errorf("the kubelet's containerRuntimeEndpoint on %s: %w (and the cluster's runtime is not known yet)", node, err)
 	}
-	switch NormalizeRuntime(rt.Name) {
-	case "containerd":
-		return "/run/containerd", "containerd.sock", nil
-	case "crio":
-		return "/var/run/crio", "crio.sock", nil
-	}
-	return "", "", fmt.Errorf("node %s runs %s: no known CRI socket", node, rt)
+	rt := cluster.Runtime
+	framework.Logf("cannot read the kubelet's containerRuntimeEndpoint on %s (%v); using %s's default socket %s", node, err, rt.Name, rt.CRISocket)
+	socket := rt.SocketPath()
+	return path.Dir(socket), path.Base(socket), nil
 }
 
 // CRISocketValues are the fixture values (.Extra.CRISocketDir,
-// .Extra.CRISocket) of fixtures that mount node's CRI socket.
-func CRISocketValues(ctx context.Context, cs clientset.Interface, node string) (map[string]string, error) {
+// .Extra.CRISocket) of fixtures that mount the CRI socket of the node test
+// pods land on: FixtureSet.Values of such sets.
+func CRISocketValues(ctx context.Context, cs clientset.Interface) (map[string]string, error) {
+	node, err := SchedulableNode(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
 	dir, file, err := CRISocket(ctx, cs, node)
 	if err != nil {
 		return nil, err

@@ -34,9 +34,11 @@ func TestPod(name, message string) *v1.Pod {
 
 // DescribeSmoke registers the smoke spec every suite carries: it proves the
 // cluster really runs pods before the suite's own specs blame the node for
-// anything. Select it with --label-filter smoke.
+// anything. It needs no fixture set. Select it with --label-filter smoke
+// (with the suite's label: 'Suite:dra && smoke').
 func DescribeSmoke(suite string) bool {
-	return framework.Describe("smoke", framework.WithLabel("smoke"), func() {
+	ginkgo.GinkgoHelper()
+	return Describe(suite, nil, "smoke", framework.WithLabel("smoke"), func() {
 		f := framework.NewDefaultFramework("smoke-" + suite)
 
 		framework.It("runs a pod and reads its log back", func(ctx context.Context) {

@@ -1,8 +1,8 @@
 package nri
 
-// The node side: which runtime runs there, where its CRI socket is, how long
-// its mechanisms take (the timeouts the specs wait with), and the runtime
-// behaviours known to depart from the NRI design.
+// The node side: how long its mechanisms take (the timeouts the specs wait
+// with), and the runtime behaviours known to depart from the NRI design
+// (clusters/runtimes NRIDiscrepancies).
 
 import (
 	"fmt"
@@ -26,9 +26,6 @@ const (
 	// containerGCPeriod is the kubelet's garbage collection period: dead
 	// containers and sandboxes of deleted pods are removed by it.
 	containerGCPeriod = time.Minute
-	// registrationTimeout is the runtime's NRI registration timeout
-	// (containerd plugin_registration_timeout, default 5 s).
-	registrationTimeout = 5 * time.Second
 	// reconnectMax is the fake plugin's longest wait between reconnects.
 	reconnectMax = 5 * time.Second
 	// crashLoopBackOff is the kubelet's first restart back-off of a
@@ -41,13 +38,13 @@ const (
 // retryTimeout bounds a pod whose first failures CRI requests fail: each
 // failure costs a kubelet retry, then the pod starts.
 func retryTimeout(failures int) time.Duration {
-	return time.Duration(failures)*(kubeletRetry+harness.Flags.NRIRequestTimeout) + podStart
+	return time.Duration(failures)*(kubeletRetry+harness.Cluster().NRIRequestTimeout) + podStart
 }
 
 // reregisterTimeout bounds an instance's return after the runtime dropped
 // it: its reconnect back-off, registration, then the readiness probe.
 func reregisterTimeout() time.Duration {
-	return reconnectMax + registrationTimeout + 2*readinessPeriod + harness.Flags.NRIRequestTimeout + 15*time.Second
+	return reconnectMax + harness.Cluster().NRIRegistrationTimeout + 2*readinessPeriod + harness.Cluster().NRIRequestTimeout + 15*time.Second
 }
 
 // restartTimeout bounds an instance's return after it crashed: the
@@ -64,34 +61,17 @@ func deletionTimeout() time.Duration {
 	return 2*containerGCPeriod + 30*time.Second
 }
 
-// knownDiscrepancies are the runtime behaviours known to depart from what
-// the NRI design implies ("if a plugin returns an error for a request, NRI
-// ... returns the error to the runtime, and the runtime fails the pod or
-// container operation"), by runtime and requirement. A spec that sees one
-// fails with its text, so the report names it instead of hiding it.
-var knownDiscrepancies = map[string]map[string]string{
-	"containerd": {
-		"StopPodSandbox": "StopPodSandbox plugin errors are only logged " +
-			`("NRI sandbox stop notification failed", internal/cri/server/sandbox_stop.go); the CRI StopPodSandbox request succeeds`,
-	},
-	"cri-o": {
-		"StartContainer": "StartContainer plugin errors are only logged as a warning; the container starts",
-	},
-}
-
 // Discrepancy is the failure message for a runtime that departs from the
-// NRI design for requirement: "known discrepancy <runtime>: ..." when the
-// departure is known, else "discrepancy <runtime> (not known before): ...".
-func Discrepancy(rt harness.Runtime, requirement, observed string) string {
-	if known, ok := knownDiscrepancies[normalizeKnown(rt.Name)][requirement]; ok {
-		return fmt.Sprintf("known discrepancy %s: %s (runtime %s; observed: %s)", rt.Name, known, rt, observed)
+// NRI design ("if a plugin returns an error for a request, NRI ... returns
+// the error to the runtime, and the runtime fails the pod or container
+// operation") for requirement: "known discrepancy <runtime>: ..." when
+// clusters/runtimes knows the departure, else "discrepancy <runtime> (not
+// known before): ...". A spec that sees one fails with it, so the report
+// names it instead of hiding it.
+func Discrepancy(cluster harness.ClusterInfo, requirement, observed string) string {
+	rt := cluster.Runtime
+	if known, ok := rt.Discrepancy(requirement); ok {
+		return fmt.Sprintf("known discrepancy %s: %s (runtime %s; observed: %s)", rt.Name, known, cluster.RuntimeDescription(), observed)
 	}
-	return fmt.Sprintf("discrepancy %s (not known before): %s (runtime %s)", rt.Name, observed, rt)
-}
-
-func normalizeKnown(name string) string {
-	if harness.NormalizeRuntime(name) == "crio" {
-		return "cri-o"
-	}
-	return name
+	return fmt.Sprintf("discrepancy %s (not known before): %s (runtime %s)", rt.Name, observed, cluster.RuntimeDescription())
 }

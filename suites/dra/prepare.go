@@ -24,7 +24,7 @@ import (
 // gatePermanentFailures is the kubelet feature gate of the KEP-5322 draft.
 const gatePermanentFailures = "DRAHandlePermanentDriverFailures"
 
-var _ = framework.Describe("NodePrepareResources failure", framework.WithFeature(featureDRA), func() {
+var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-prepare")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)

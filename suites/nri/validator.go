@@ -26,15 +26,14 @@ import (
 // one container, "/pod" to every container of the pod.
 const requiredPluginsAnnotation = "required-plugins.noderesource.dev"
 
-var _ = framework.Describe("NRI required plugins", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), func() {
+var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), func() {
 	f := framework.NewDefaultFramework("nri-required")
 
 	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", func(ctx context.Context) {
 		const missing = "faultline-absent"
 		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", annotations(
 			requiredPluginsAnnotation+"/container."+TestContainer, fmt.Sprintf("[%q]", missing))))
-		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
-		framework.ExpectNoError(err)
+		rt := harness.Cluster().RuntimeDescription()
 
 		var state string
 		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {

@@ -20,7 +20,7 @@ import (
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
-var _ = framework.Describe("NRI asynchronous and post hooks", framework.WithFeature(featureNRI), func() {
+var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featureNRI), func() {
 	f := framework.NewDefaultFramework("nri-async")
 
 	for _, event := range []string{"PostCreateContainer", "PostStartContainer", "StopContainer", "RemoveContainer", "RemovePodSandbox"} {

@@ -27,7 +27,7 @@ import (
 // pendingPolicy is in every spec name, so the report says why it is pending.
 const pendingPolicy = "[pending: containerd/nri#45 per-plugin error handling policy, implemented by no runtime yet]"
 
-var _ = framework.Describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithFeature(featureNRI), framework.WithFeature(featureFailurePolicy), func() {
+var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithFeature(featureNRI), framework.WithFeature(featureFailurePolicy), func() {
 	f := framework.NewDefaultFramework("nri-policy")
 
 	// ignoring is the instance that would declare "ignore my failures in

@@ -17,7 +17,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
 
-var _ = framework.Describe("NRI plugin chain", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
+var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
 	f := framework.NewDefaultFramework("nri-chain")
 
 	for _, tc := range []struct {

@@ -33,7 +33,7 @@ const (
 	gateResourceHealthMessage = "ResourceHealthStatusMessage"
 )
 
-var _ = framework.Describe("device failure while in use", framework.WithFeature(featureDRA), func() {
+var _ = describe("device failure while in use", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-device")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)

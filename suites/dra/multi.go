@@ -18,7 +18,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
 )
 
-var _ = framework.Describe("several claims and two drivers, one failing", framework.WithFeature(featureDRA), func() {
+var _ = describe("several claims and two drivers, one failing", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-multi")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)

@@ -17,7 +17,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
 )
 
-var _ = framework.Describe("NodeUnprepareResources failure", framework.WithFeature(featureDRA), func() {
+var _ = describe("NodeUnprepareResources failure", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-unprepare")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)

@@ -32,10 +32,10 @@ import (
 // the kubelet's 30 s CRI timeout, so that a runtime that waits it out is
 // seen as that and not as a kubelet timeout.
 func stallFor() time.Duration {
-	return min(10*harness.Flags.NRIRequestTimeout, 20*time.Second)
+	return min(10*harness.Cluster().NRIRequestTimeout, 20*time.Second)
 }
 
-var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), framework.WithSerial(), framework.WithLabel("ci"), func() {
+var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), framework.WithSerial(), framework.WithLabel("ci"), func() {
 	f := framework.NewDefaultFramework("nri-fatal")
 
 	// Every spec here leaves the plugin instances registered again, for
@@ -55,7 +55,7 @@ var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(feat
 			stall := stallFor()
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
 				annotations(B.Key(event), fmt.Sprintf("stall=%s;times=1", stall))))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Flags.NRIRequestTimeout),
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
 				"the runtime must give up on the stalled plugin after its request timeout and start the pod")
 			expectNoFailureEvents(ctx, f, pod)
 
@@ -66,9 +66,9 @@ var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(feat
 			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), FormatEvents(stalled))
 			gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
 				"the runtime must drop a plugin that does not answer within its request timeout (%s); %s stalled %s without being dropped:\n%s",
-				harness.Flags.NRIRequestTimeout, B, took, FormatEvents(stalled)))
+				harness.Cluster().NRIRequestTimeout, B, took, FormatEvents(stalled)))
 			gomega.Expect(took).To(gomega.BeNumerically("<", stall), "the stall ended early, when the runtime dropped the plugin")
-			gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Flags.NRIRequestTimeout-100*time.Millisecond),
+			gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Cluster().NRIRequestTimeout-100*time.Millisecond),
 				"the runtime must not drop the plugin before its request timeout")
 			ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s: %s", B, took.Round(time.Millisecond), first.Message))
 
@@ -99,7 +99,7 @@ var _ = framework.Describe("NRI fatal plugin errors", framework.WithFeature(feat
 			restarts := instanceRestarts(ctx, f, tc.inst)
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(tc.mode+"-"+tc.event),
 				annotations(tc.inst.Key(tc.event), tc.mode+";times=1")))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Flags.NRIRequestTimeout),
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
 				"the runtime must carry on without the plugin and start the pod")
 			expectNoFailureEvents(ctx, f, pod)
 

@@ -7,7 +7,8 @@ package nri
 // plugin error in StartContainer must fail the CRI StartContainer request,
 // and one in StopPodSandbox the CRI StopPodSandbox request; the kubelet
 // then retries. A runtime that only logs the error departs from the design:
-// the spec fails with the named discrepancy (see knownDiscrepancies).
+// the spec fails with the named discrepancy (clusters/runtimes
+// NRIDiscrepancies).
 
 import (
 	"context"
@@ -30,15 +31,14 @@ import (
 // API server (it sends asynchronously, in the background).
 const eventDelivery = 15 * time.Second
 
-var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeature(featureNRI), func() {
+var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featureNRI), func() {
 	f := framework.NewDefaultFramework("nri-differ")
 
 	framework.It("a plugin error in StartContainer fails the CRI StartContainer request with the plugin's message, and the container starts on the kubelet's retry once the fault clears", func(ctx context.Context) {
 		pod := VictimPod("start-container-error", annotations(B.Key("StartContainer"), "error;times=1"))
 		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
 		pod, node := createVictim(ctx, f, pod)
-		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
-		framework.ExpectNoError(err)
+		rt := harness.Cluster()
 		want := B.ErrorText("StartContainer", pod, TestContainer)
 
 		starts := eventuallyRecorded(ctx, f, node, B, pod, "StartContainer", record.Error, podStart)
@@ -78,8 +78,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 
 	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", annotations(B.Key("StopPodSandbox"), "error;times=1")))
-		rt, err := harness.NodeRuntime(ctx, f.ClientSet, node)
-		framework.ExpectNoError(err)
+		rt := harness.Cluster()
 		want := B.ErrorText("StopPodSandbox", pod, "")
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
 
@@ -94,6 +93,7 @@ var _ = framework.Describe("NRI hooks where runtimes differ", framework.WithFeat
 		var found *v1.Event
 		var all []v1.Event
 		pollErr := wait.PollUntilContextTimeout(ctx, time.Second, eventDelivery, true, func(ctx context.Context) (bool, error) {
+			var err error
 			all, err = harness.PodEvents(ctx, f.ClientSet, pod)
 			if err != nil {
 				return false, nil // the API server may blink; poll again

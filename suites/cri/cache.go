@@ -32,7 +32,9 @@ func describeStage(stage string) bool {
 		// cuts off when a caller gives up: specs must not share it.
 		args = append(args, framework.WithSerial())
 	}
-	return framework.Describe(append([]interface{}{"timed-out " + stage}, append(args, func() {
+	// On containerd the container stage goes through the fake NRI plugin.
+	viaNRI := stage == stageContainer
+	return describe(viaNRI, append([]interface{}{"timed-out " + stage}, append(args, func() {
 		f := framework.NewDefaultFramework("cri")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 		var t *target
@@ -40,9 +42,15 @@ func describeStage(stage string) bool {
 		ginkgo.BeforeEach(func(ctx context.Context) {
 			t = newTarget(ctx, f, connectNode(ctx, f), stage)
 			ginkgo.DeferCleanup(func(ctx context.Context) {
-				ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+				cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 				defer cancel()
-				t.cleanup(ctx)
+				t.cleanup(cctx)
+				if t.slow.ViaNRI {
+					// NRI dropped instance a when the caller's deadline cut
+					// its stall short: the next spec, of this suite or the
+					// NRI suite, needs it registered again.
+					harness.AwaitFixtureSets(ctx, nriFixtureSet)
+				}
 			})
 			harness.OnFailure(func(ctx context.Context) { framework.Logf("state at failure:\n%s", t.describe(ctx)) })
 			ginkgo.By(t.slow.String())
@@ -118,6 +126,10 @@ func describeStage(stage string) bool {
 				old := firstStarted(ctx, t)
 				logAbandoned(waitFinished(ctx, t))
 				ginkgo.By("restarting " + t.node.Runtime.String())
+				// Whatever talks to the runtime re-registers after the
+				// restart (the fake NRI plugin, the relay): the specs after
+				// this one, of any suite, must find every fixture set ready.
+				ginkgo.DeferCleanup(func(ctx context.Context) { harness.AwaitFixtureSets(ctx) })
 				framework.ExpectNoError(t.node.restartRuntime(ctx))
 				t.node = connectNode(ctx, f) // waits for the runtime; the restart ended the port-forward
 				id := claim(ctx, t)

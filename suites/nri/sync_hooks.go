@@ -21,7 +21,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
 
-var _ = framework.Describe("NRI synchronous hooks", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
+var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
 	f := framework.NewDefaultFramework("nri-sync")
 
 	// failures is how often each spec's fault fires before it clears:

@@ -12,7 +12,6 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
-	clientset "k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
@@ -26,14 +25,16 @@ import (
 // (backOffPeriod 10 s plus jitter).
 const kubeletRetry = 15 * time.Second
 
-var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
+var _ = describe(false, "kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
 	f := framework.NewDefaultFramework("cri-kubelet")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 
 	framework.It("8: a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", func(ctx context.Context) {
 		n := connectNode(ctx, f)
-		timeout, err := runtimeRequestTimeout(ctx, f.ClientSet, n.Name)
-		framework.ExpectNoError(err, "read the kubelet's runtimeRequestTimeout")
+		timeout := harness.Cluster().RuntimeRequestTimeout
+		if timeout == 0 {
+			framework.Failf("the kubelet's runtimeRequestTimeout is unknown (%s)", harness.Cluster().Sources["runtime-request-timeout"])
+		}
 		sandboxDelay := 2*timeout + 5*time.Second
 		containerDelay := timeout + 5*time.Second
 		token := f.Namespace.Name
@@ -45,7 +46,7 @@ var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(f
 		// for pods that share their PID namespace.
 		pod.Spec.ShareProcessNamespace = new(bool)
 		*pod.Spec.ShareProcessNamespace = true
-		if needsNRISlowdown(n.Runtime) {
+		if !n.Runtime.CreateContainerRunsOCICreate {
 			// containerd's CreateContainer runs no OCI create, and NRI cuts a
 			// stalled plugin off at its request timeout, far below the
 			// kubelet's: only the sandbox can be made slower than the kubelet.
@@ -101,12 +102,3 @@ var _ = framework.Describe("kubelet with slow creation", framework.WithFeature(f
 			"the pod's events must show that the kubelet's sandbox request timed out\n%s", detail)
 	})
 })
-
-// runtimeRequestTimeout is the kubelet's runtimeRequestTimeout on node.
-func runtimeRequestTimeout(ctx context.Context, cs clientset.Interface, node string) (time.Duration, error) {
-	cfg, err := harness.ReadKubeletConfig(ctx, cs, node)
-	if err != nil {
-		return 0, err
-	}
-	return time.ParseDuration(cfg.RuntimeRequestTimeout)
-}

@@ -1,0 +1,98 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/faultline-k8s/faultline/clusters/engine"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/interrupt"
+	"github.com/faultline-k8s/faultline/pipeline"
+)
+
+// listFlag collects a repeatable, comma-separable flag.
+type listFlag []string
+
+func (l *listFlag) String() string     { return strings.Join(*l, ",") }
+func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+func init() {
+	register("e2e", "the whole run: engine, images, one kind cluster per runtime (side by side), the suites, the report, cleanup",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			var o pipeline.Options
+			var suites, rts listFlag
+			fs.Var(&suites, "suite", "suites to run: "+strings.Join(pipeline.Suites, ", ")+" or all (default all); repeatable or comma-separated")
+			fs.Var(&rts, "runtime", "node runtime: "+strings.Join(runtimes.Names(), ", ")+" or all (default "+runtimes.Default+"); several run side by side, each on cluster <cluster-name>-<runtime>")
+			fs.StringVar(&o.Focus, "focus", "", "Ginkgo --focus (a regular expression on spec names)")
+			fs.StringVar(&o.LabelFilter, "label-filter", "", "Ginkgo --label-filter (e.g. smoke, '!Slow'); --suite adds Suite:<name>")
+			fs.IntVar(&o.Procs, "procs", 4, "parallel Ginkgo processes per runtime (Serial specs run alone)")
+			fs.StringVar(&o.Artifacts, "artifacts", "_artifacts", "where JUnit, logs, timings and the report go")
+			fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this existing cluster: nothing is built or created")
+			fs.StringVar(&o.FakesImage, "fakes-image", "", "image of the fakes the cluster can pull (required with --kubeconfig; built and loaded otherwise)")
+			fs.BoolVar(&o.Keep, "keep", false, "keep the clusters (and an engine this run started); the next --keep run reuses a cluster whose facts match")
+			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
+			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name")
+			fs.StringVar(&o.NodeImage, "node-image", "", "use this node image instead of building one (one runtime)")
+			fs.StringVar(&o.KubernetesSrc, "kubernetes-src", "", "build Kubernetes from this checkout instead of the pinned release")
+			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
+			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
+			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: clusters/facts, 2s)")
+			return func(ctx context.Context, args []string) error {
+				rtList, err := runtimes.Parse(rts...)
+				if err != nil {
+					return err
+				}
+				root, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				o.RepoRoot, o.CacheDir, o.Runtimes, o.RuntimesGiven, o.Suites, o.SuiteArgs = root, defaultCacheDir(), rtList, len(rts) > 0, suites, args
+				o.Out = os.Stderr
+				return pipeline.Run(ctx, cleanupContext(ctx), o)
+			}
+		})
+	register("engine", "start a Docker engine if none answers, or stop one faultline started (start|stop)",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			return func(ctx context.Context, args []string) error {
+				root, err := os.Getwd()
+				if err != nil {
+					return err
+				}
+				opts := engine.DefaultOptions(root, os.Stderr)
+				switch strings.Join(args, " ") {
+				case "start":
+					e, err := engine.Ensure(ctx, opts)
+					if err != nil {
+						if e != nil {
+							_ = e.Stop(cleanupContext(ctx))
+						}
+						return err
+					}
+					e.Keep()
+					return nil
+				case "stop":
+					return engine.StopStarted(ctx, opts)
+				}
+				return fmt.Errorf("want 'start' or 'stop', got %q", strings.Join(args, " "))
+			}
+		})
+}
+
+// cleanupContext is the context cleanup runs under: cancelled only by a
+// second interrupt.
+func cleanupContext(ctx context.Context) context.Context {
+	if c, ok := ctx.Value(cleanupKey{}).(context.Context); ok {
+		return c
+	}
+	return context.WithoutCancel(ctx)
+}
+
+type cleanupKey struct{}
+
+func withSignals(parent context.Context) (context.Context, *interrupt.Signals) {
+	s := interrupt.Watch(parent, os.Stderr)
+	return context.WithValue(s.Work, cleanupKey{}, s.Cleanup), s
+}

@@ -1,0 +1,262 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/faultline-k8s/faultline/clusters/engine"
+	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/clusters/fakes"
+	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/clusters/nodeimage"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/internal/proc"
+)
+
+// backend is everything a run does to the machine; the pipeline's decisions
+// (order, ownership, cleanup) are tested against a fake one.
+type backend interface {
+	EnsureEngine(ctx context.Context) (engineHandle, error)
+	BuildTestBinary(ctx context.Context) error
+	EnsureBuildTools(ctx context.Context, rts []runtimes.Runtime) error
+	BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error)
+	BuildFakesImage(ctx context.Context) (string, error)
+	ClusterExists(ctx context.Context, name string) (bool, error)
+	// ReuseCluster checks an existing cluster's facts against the settings
+	// and writes its kubeconfig.
+	ReuseCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error
+	CreateCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error
+	DeleteCluster(ctx context.Context, name string) error
+	LoadImage(ctx context.Context, cluster, image string) error
+	ExportLogs(ctx context.Context, cluster, dir string) error
+	ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error)
+	// RunSuites runs the test binary against a cluster, results into dir.
+	RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error
+}
+
+// engineHandle is the engine a run uses.
+type engineHandle interface {
+	// Started: this run started it and must stop it (or keep it).
+	Started() bool
+	Stop(ctx context.Context) error
+	Keep()
+}
+
+// realBackend acts for real.
+type realBackend struct {
+	opts Options
+	bin  string // _output/bin
+}
+
+type realEngine struct{ *engine.Engine }
+
+func (e realEngine) Started() bool { return e.Engine != nil && e.Engine.Started }
+
+func (b *realBackend) EnsureEngine(ctx context.Context) (engineHandle, error) {
+	e, err := engine.Ensure(ctx, engine.DefaultOptions(b.opts.RepoRoot, b.opts.Out))
+	return realEngine{e}, err
+}
+
+// BuildTestBinary links every suite into _output/bin/faultline.test, and
+// the ginkgo CLI that runs it in parallel.
+func (b *realBackend) BuildTestBinary(ctx context.Context) error {
+	if err := b.runLogged(ctx, "go", "test", "-c", "-o", filepath.Join(b.bin, "faultline.test"), "./suites"); err != nil {
+		return err
+	}
+	return b.runLogged(ctx, "go", "build", "-o", filepath.Join(b.bin, "ginkgo"), "github.com/onsi/ginkgo/v2/ginkgo")
+}
+
+func (b *realBackend) runLogged(ctx context.Context, name string, args ...string) error {
+	cmd := proc.Command(ctx, syscall.SIGTERM, 5*time.Second, name, args...)
+	cmd.Dir = b.opts.RepoRoot
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return cause
+		}
+		return fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// EnsureBuildTools installs (Debian) what building node images needs:
+// debootstrap for the root filesystem, gcc for cgo, and each runtime's
+// build libraries.
+func (b *realBackend) EnsureBuildTools(ctx context.Context, rts []runtimes.Runtime) error {
+	var missing []string
+	for cmd, pkg := range map[string]string{"debootstrap": "debootstrap", "gcc": "gcc"} {
+		if _, err := exec.LookPath(cmd); err != nil {
+			missing = append(missing, pkg)
+		}
+	}
+	for _, rt := range rts {
+		for _, pkg := range rt.HostBuildPackages {
+			out, _ := exec.CommandContext(ctx, "dpkg-query", "-W", "-f", "${Status}", pkg).Output()
+			if !strings.Contains(string(out), "ok installed") {
+				missing = append(missing, pkg)
+			}
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	fmt.Fprintf(b.opts.Out, "faultline: installing %s\n", strings.Join(missing, " "))
+	if err := engine.AptInstall(ctx, b.opts.Out, missing...); err != nil {
+		return fmt.Errorf("%w (or pass --node-image)", err)
+	}
+	return nil
+}
+
+func (b *realBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error) {
+	builder, err := nodeimage.NewBuilder(ctx, nodeimage.Options{
+		Pins:     versions.Default(),
+		Sources:  nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, Containerd: b.opts.ContainerdSrc},
+		Runtime:  rt.Name,
+		CacheDir: b.opts.CacheDir,
+		RepoRoot: b.opts.RepoRoot,
+		Log:      b.opts.Out,
+	})
+	if err != nil {
+		return "", err
+	}
+	ref, err := builder.Build(ctx)
+	if err != nil {
+		if cause := context.Cause(ctx); cause != nil {
+			return "", cause
+		}
+		return "", fmt.Errorf("%w (build logs: %s)", err, filepath.Join(b.opts.CacheDir, "logs"))
+	}
+	return ref, nil
+}
+
+func (b *realBackend) BuildFakesImage(ctx context.Context) (string, error) {
+	return fakes.Build(ctx, b.opts.RepoRoot, b.opts.Out)
+}
+
+func (b *realBackend) ClusterExists(ctx context.Context, name string) (bool, error) {
+	return kindcluster.Exists(name)
+}
+
+func (b *realBackend) ReuseCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	_, err := kindcluster.Reuse(ctx, s, kubeconfig)
+	return err
+}
+
+func (b *realBackend) CreateCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	return kindcluster.Create(ctx, s, kubeconfig, 3*time.Minute)
+}
+
+// DeleteCluster deletes a kind cluster and makes sure none of its node
+// containers is left: kind's create cannot be cancelled, so a node it was
+// still starting may appear after the first delete.
+func (b *realBackend) DeleteCluster(ctx context.Context, name string) error {
+	for {
+		if err := kindcluster.Delete(name, ""); err != nil {
+			return err
+		}
+		out, err := exec.CommandContext(ctx, "docker", "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output()
+		if err != nil {
+			return fmt.Errorf("list the nodes of %s: %w", name, err)
+		}
+		if strings.TrimSpace(string(out)) == "" {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("node containers of %s are left: %s", name, strings.Fields(string(out)))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+func (b *realBackend) LoadImage(ctx context.Context, cluster, image string) error {
+	return kindcluster.LoadImages(ctx, cluster, image)
+}
+
+func (b *realBackend) ExportLogs(ctx context.Context, cluster, dir string) error {
+	err := kindcluster.ExportLogs(cluster, dir)
+	if err != nil {
+		// kind collects node by node and part by part; a part that fails
+		// leaves the rest.
+		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
+			fmt.Fprintf(b.opts.Out, "faultline: some node logs could not be collected (%v); the rest is in %s\n", err, dir)
+			return nil
+		}
+	}
+	return err
+}
+
+func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return facts.Facts{}, "", fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return facts.Facts{}, "", err
+	}
+	f, found, err := facts.Read(ctx, cs)
+	if err != nil {
+		return facts.Facts{}, "", err
+	}
+	if found {
+		return f, facts.Namespace + "/" + facts.Name, nil
+	}
+	f, err = facts.FromNodes(ctx, cs)
+	return f, "the nodes", err
+}
+
+// RunSuites runs the test binary with the ginkgo CLI against one cluster.
+func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
+	args := GinkgoArgs(b.opts, dir)
+	args = append(args, filepath.Join(b.bin, "faultline.test"), "--",
+		"--kubeconfig", kubeconfig, "--faultline.fakes-image", fakesImage)
+	args = append(args, b.opts.SuiteArgs...)
+	log, err := os.Create(filepath.Join(dir, "e2e.log"))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := proc.Command(ctx, syscall.SIGINT, ginkgoGrace, filepath.Join(b.bin, "ginkgo"), args...)
+	cmd.Dir = b.opts.RepoRoot
+	prefixed := &linePrefixer{w: b.opts.Out, prefix: "[" + rt.Name + "] "}
+	cmd.Stdout = io.MultiWriter(log, prefixed)
+	cmd.Stderr = cmd.Stdout
+	err = cmd.Run()
+	prefixed.Flush()
+	proc.KillGroup(cmd)
+	if cause := context.Cause(ctx); cause != nil {
+		return cause
+	}
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		return fmt.Errorf("%w on %s (exit %d; JUnit and log under %s)", ErrSpecsFailed, rt.Name, exit.ExitCode(), dir)
+	}
+	return err
+}
+
+// GinkgoArgs are the ginkgo CLI's flags of a run writing into dir.
+func GinkgoArgs(o Options, dir string) []string {
+	args := []string{"run", "--procs", fmt.Sprint(o.Procs), "--output-dir", dir,
+		"--junit-report", "junit_01.xml", "--json-report", "report.json",
+		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s"}
+	if filter := LabelFilter(o.Suites, o.LabelFilter); filter != "" {
+		args = append(args, "--label-filter", filter)
+	}
+	if o.Focus != "" {
+		args = append(args, "--focus", o.Focus)
+	}
+	return args
+}

@@ -1,0 +1,210 @@
+// Package pipeline is faultline's whole e2e run in one place: a container
+// engine, the node and fakes images, one kind cluster per runtime (side by
+// side), the suites in one test binary, the report, and a cleanup that leaves
+// nothing running that the run started, also when it is interrupted.
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
+)
+
+// Suites are the suites of the test binary; a spec of suite s carries the
+// label "Suite:<s>".
+var Suites = []string{"dra", "cri", "nri"}
+
+// SuiteLabel is the label that selects a suite's specs.
+func SuiteLabel(suite string) string { return "Suite:" + suite }
+
+// Options are one run's choices (faultline e2e's flags).
+type Options struct {
+	// RepoRoot is the faultline checkout the run builds from.
+	RepoRoot string
+	// CacheDir holds built binaries and build logs (node images).
+	CacheDir string
+	// Suites to run; empty or "all" is every suite.
+	Suites []string
+	// Runtimes to run, one cluster each, side by side.
+	Runtimes []runtimes.Runtime
+	// RuntimesGiven: the user named the runtime (with Kubeconfig it must
+	// match the cluster's).
+	RuntimesGiven bool
+	// Focus and LabelFilter are Ginkgo's; Procs its parallel processes.
+	Focus, LabelFilter string
+	Procs              int
+	// Artifacts is where results, logs and timings go.
+	Artifacts string
+	// Kubeconfig names an existing cluster: nothing is built or created.
+	Kubeconfig string
+	// FakesImage is the image with the fakes; required with Kubeconfig.
+	FakesImage string
+	// Keep keeps clusters and engine; with it an existing cluster of the
+	// same name and facts is reused.
+	Keep bool
+	// ReplaceCluster deletes a cluster of the same name that this run did
+	// not create; without it such a cluster is refused.
+	ReplaceCluster bool
+	// ClusterName is the kind cluster's name (with several runtimes,
+	// <name>-<runtime>).
+	ClusterName string
+	// NodeImage is used instead of building one (one runtime only).
+	NodeImage string
+	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
+	KubernetesSrc, ContainerdSrc string
+	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
+	// zero is the default in clusters/facts.
+	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
+	// SuiteArgs go to the test binary after the run's own.
+	SuiteArgs []string
+	// Out gets progress and the final table.
+	Out io.Writer
+}
+
+// Validate checks the options and fills defaults; it reads no cluster.
+func (o *Options) Validate() error {
+	var errs []string
+	if o.Out == nil {
+		o.Out = os.Stderr
+	}
+	if o.RepoRoot == "" {
+		o.RepoRoot = "."
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = "faultline"
+	}
+	if o.Artifacts == "" {
+		o.Artifacts = "_artifacts"
+	}
+	if len(o.Runtimes) == 0 {
+		o.Runtimes = []runtimes.Runtime{runtimes.MustLookup(runtimes.Default)}
+	}
+	suites, err := ParseSuites(o.Suites)
+	if err != nil {
+		errs = append(errs, err.Error())
+	}
+	o.Suites = suites
+	if o.Procs < 1 {
+		errs = append(errs, fmt.Sprintf("--procs wants a positive number, got %d", o.Procs))
+	}
+	if o.Focus != "" {
+		if _, err := regexp.Compile(o.Focus); err != nil {
+			errs = append(errs, fmt.Sprintf("--focus: %v", err))
+		}
+	}
+	if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(o.ClusterName) {
+		errs = append(errs, fmt.Sprintf("--cluster-name %q: want lower-case letters, digits and '-'", o.ClusterName))
+	}
+	if o.Kubeconfig != "" {
+		if _, err := os.Stat(o.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Sprintf("--kubeconfig: %v", err))
+		} else if abs, err := filepath.Abs(o.Kubeconfig); err == nil {
+			o.Kubeconfig = abs
+		}
+		if o.FakesImage == "" {
+			errs = append(errs, "--kubeconfig needs --fakes-image: an image with faultline's fakes that this cluster can pull (faultline build-fakes-image, then push it)")
+		}
+		if len(o.Runtimes) > 1 {
+			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
+		}
+		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc} {
+			if v != "" {
+				errs = append(errs, name+" builds a cluster; it does not go with --kubeconfig")
+			}
+		}
+		if o.ReplaceCluster {
+			errs = append(errs, "--replace-cluster does not go with --kubeconfig: faultline never deletes a cluster it did not create")
+		}
+	}
+	if o.NodeImage != "" && len(o.Runtimes) > 1 {
+		errs = append(errs, "--node-image is one runtime's image; use it with a single --runtime")
+	}
+	if o.ContainerdSrc != "" {
+		hasContainerd := false
+		for _, r := range o.Runtimes {
+			hasContainerd = hasContainerd || r.Name == "containerd"
+		}
+		if !hasContainerd {
+			errs = append(errs, "--containerd-src is for --runtime containerd")
+		}
+	}
+	for name, dir := range map[string]string{"--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc} {
+		if dir == "" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
+			errs = append(errs, fmt.Sprintf("%s %s is not a Go module checkout (no go.mod)", name, dir))
+		}
+	}
+	if o.RuntimeRequestTimeout < 0 || o.NRIRequestTimeout < 0 {
+		errs = append(errs, "timeouts must not be negative")
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "\n"))
+	}
+	return nil
+}
+
+// ParseSuites reads suite names (comma-separated or repeated; "all" or
+// nothing is every suite) into a list in the binary's order.
+func ParseSuites(values []string) ([]string, error) {
+	want := map[string]bool{}
+	for _, v := range values {
+		for _, s := range strings.Split(v, ",") {
+			s = strings.TrimSpace(s)
+			if s == "all" {
+				for _, k := range Suites {
+					want[k] = true
+				}
+				continue
+			}
+			known := false
+			for _, k := range Suites {
+				known = known || k == s
+			}
+			if !known {
+				return nil, fmt.Errorf("unknown suite %q (want %s or all)", s, strings.Join(Suites, ", "))
+			}
+			want[s] = true
+		}
+	}
+	var out []string
+	for _, k := range Suites {
+		if want[k] || len(want) == 0 {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// LabelFilter is the Ginkgo label filter of a run: the chosen suites, and the
+// user's filter.
+func LabelFilter(suites []string, user string) string {
+	var parts []string
+	if len(suites) > 0 && len(suites) < len(Suites) {
+		labels := make([]string, len(suites))
+		for i, s := range suites {
+			labels[i] = SuiteLabel(s)
+		}
+		parts = append(parts, "("+strings.Join(labels, " || ")+")")
+	}
+	if user != "" {
+		parts = append(parts, "("+user+")")
+	}
+	return strings.Join(parts, " && ")
+}
+
+// clusterName is the kind cluster of a runtime in this run.
+func (o *Options) clusterName(rt runtimes.Runtime) string {
+	if len(o.Runtimes) == 1 {
+		return o.ClusterName
+	}
+	return o.ClusterName + "-" + rt.Name
+}

@@ -1,0 +1,368 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/clusters/report"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/interrupt"
+)
+
+// Time limits of the cleanup: an interrupted run must exit within 30 s;
+// a finished one may take the time to collect logs.
+const (
+	interruptedCleanup = 18 * time.Second
+	finishedCleanup    = 5 * time.Minute
+	// ginkgoGrace is how long ginkgo gets after SIGINT to report and clean
+	// up its specs' namespaces before its process group is killed.
+	ginkgoGrace = 10 * time.Second
+)
+
+// ErrSpecsFailed says the suites ran and some spec failed.
+var ErrSpecsFailed = errors.New("specs failed")
+
+// Run does a whole e2e run. work is cancelled by the first interrupt;
+// cleanup by the second, which skips what is left of the cleanup.
+func Run(work, cleanup context.Context, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	return runWith(work, cleanup, opts, &realBackend{opts: opts, bin: filepath.Join(opts.RepoRoot, "_output", "bin")})
+}
+
+// runWith is Run with the parts that act on the machine behind b.
+func runWith(work, cleanup context.Context, opts Options, b backend) error {
+	r := &run{opts: opts, stages: NewStages(opts.Out), b: b}
+	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
+		return fmt.Errorf("artifacts directory: %w", err)
+	}
+	err := r.do(work)
+	r.cleanup(work, cleanup)
+	r.stages.WriteTable(opts.Out)
+	if werr := r.stages.WriteFiles(opts.Artifacts); werr != nil {
+		fmt.Fprintf(opts.Out, "faultline: write timings: %v\n", werr)
+	}
+	return err
+}
+
+type run struct {
+	opts   Options
+	stages *Stages
+	b      backend
+
+	mu       sync.Mutex
+	cleanups []cleanupStep
+}
+
+// cleanupStep undoes one thing the run made; steps run last-made first.
+type cleanupStep struct {
+	runtime, name string
+	do            func(ctx context.Context) error
+}
+
+func (r *run) onCleanup(runtime, name string, do func(ctx context.Context) error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.cleanups = append(r.cleanups, cleanupStep{runtime, name, do})
+}
+
+func (r *run) do(ctx context.Context) error {
+	o := r.opts
+	if o.Kubeconfig == "" {
+		var eng engineHandle
+		err := r.stages.Run("", "ensure container engine", func() error {
+			var err error
+			eng, err = r.b.EnsureEngine(ctx)
+			return err
+		})
+		// Registered before the error check: an engine that started but
+		// did not answer is stopped too.
+		if eng != nil && eng.Started() {
+			r.onCleanup("", "stop engine", func(ctx context.Context) error {
+				if o.Keep {
+					eng.Keep()
+					return nil
+				}
+				return eng.Stop(ctx)
+			})
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if err := r.stages.Run("", "build test binary", func() error { return r.b.BuildTestBinary(ctx) }); err != nil {
+		return err
+	}
+	if o.Kubeconfig != "" {
+		return r.existingCluster(ctx)
+	}
+	nodeImages := map[string]string{}
+	if o.NodeImage != "" {
+		nodeImages[o.Runtimes[0].Name] = o.NodeImage
+	} else {
+		if err := r.stages.Run("", "ensure build tools", func() error { return r.b.EnsureBuildTools(ctx, o.Runtimes) }); err != nil {
+			return err
+		}
+		// One after the other: each build uses both cores.
+		for _, rt := range o.Runtimes {
+			if err := r.stages.Run(rt.Name, "build node image", func() error {
+				ref, err := r.b.BuildNodeImage(ctx, rt)
+				nodeImages[rt.Name] = ref
+				return err
+			}); err != nil {
+				return err
+			}
+			_ = os.WriteFile(filepath.Join(o.Artifacts, "node-image-"+rt.Name+".txt"), []byte(nodeImages[rt.Name]+"\n"), 0o644)
+		}
+	}
+	fakesImage := o.FakesImage
+	if fakesImage == "" {
+		if err := r.stages.Run("", "build fakes image", func() error {
+			ref, err := r.b.BuildFakesImage(ctx)
+			fakesImage = ref
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	_ = os.WriteFile(filepath.Join(o.Artifacts, "fakes-image.txt"), []byte(fakesImage+"\n"), 0o644)
+
+	// Each runtime on its own cluster, side by side: the specs mostly wait
+	// on kubelet and runtime timers, not on the CPU.
+	errs := make([]error, len(o.Runtimes))
+	var wg sync.WaitGroup
+	for i, rt := range o.Runtimes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.onKind(ctx, rt, nodeImages[rt.Name], fakesImage)
+		}()
+	}
+	wg.Wait()
+	r.writeReport()
+	return joinRuntimeErrors(o.Runtimes, errs)
+}
+
+// onKind runs the suites of one runtime on a kind cluster of its own.
+func (r *run) onKind(ctx context.Context, rt runtimes.Runtime, nodeImage, fakesImage string) error {
+	o := r.opts
+	name := o.clusterName(rt)
+	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
+	if err != nil {
+		return err
+	}
+	kubeconfig := filepath.Join(dir, "kubeconfig")
+	settings := kindcluster.Settings{
+		Name: name, Runtime: rt.Name, NodeImage: nodeImage,
+		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
+		CgroupV1: kindcluster.HostIsCgroupV1(),
+	}
+	err = r.stages.Run(rt.Name, "create cluster", func() error {
+		exists, err := r.b.ClusterExists(ctx, name)
+		if err != nil {
+			return err
+		}
+		if exists {
+			switch {
+			case o.ReplaceCluster:
+				fmt.Fprintf(o.Out, "faultline [%s]: deleting the existing cluster %q (--replace-cluster)\n", rt.Name, name)
+				if err := r.b.DeleteCluster(ctx, name); err != nil {
+					return err
+				}
+			case o.Keep:
+				if err := r.b.ReuseCluster(ctx, settings, kubeconfig); err != nil {
+					return fmt.Errorf("%w\n(--replace-cluster deletes it and creates a new one)", err)
+				}
+				fmt.Fprintf(o.Out, "faultline [%s]: reusing cluster %q (--keep; its facts match this run)\n", rt.Name, name)
+				return nil
+			default:
+				return fmt.Errorf("a kind cluster named %q exists and this run did not create it: "+
+					"reuse it with --keep (if faultline made it with the same settings), delete it with --replace-cluster, or choose another --cluster-name", name)
+			}
+		}
+		// From here the cluster is this run's, also if creating it fails
+		// half-way or is interrupted.
+		r.onCleanup(rt.Name, "delete cluster", func(cctx context.Context) error {
+			if o.Keep {
+				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (--keep); kubeconfig: %s\n", rt.Name, name, kubeconfig)
+				return nil
+			}
+			return r.b.DeleteCluster(cctx, name)
+		})
+		return r.b.CreateCluster(ctx, settings, kubeconfig)
+	})
+	if err != nil {
+		return err
+	}
+	// Also into a reused cluster: the fakes image changes with the code.
+	if err := r.stages.Run(rt.Name, "load fakes image", func() error { return r.b.LoadImage(ctx, name, fakesImage) }); err != nil {
+		return err
+	}
+	err = r.stages.Run(rt.Name, "suites", func() error { return r.b.RunSuites(ctx, rt, kubeconfig, fakesImage, dir) })
+	if err != nil && context.Cause(ctx) == nil {
+		// Runs before the cluster's deletion (cleanup is last-in first-out).
+		r.onCleanup(rt.Name, "export cluster logs", func(cctx context.Context) error {
+			return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
+		})
+	}
+	return err
+}
+
+// existingCluster runs the suites on the cluster the user named; nothing is
+// built or created, and nothing but the suites' own fixtures is touched.
+func (r *run) existingCluster(ctx context.Context) error {
+	o := r.opts
+	var rt runtimes.Runtime
+	if err := r.stages.Run("", "read cluster facts", func() error {
+		f, source, err := r.b.ReadFacts(ctx, o.Kubeconfig)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "faultline: the cluster runs %s %s, Kubernetes %s (from %s)\n", f.Runtime, f.RuntimeVersion, f.KubernetesVersion, source)
+		rt, err = runtimes.Lookup(f.Runtime)
+		if err != nil {
+			return err
+		}
+		if o.RuntimesGiven && o.Runtimes[0].Name != rt.Name {
+			return fmt.Errorf("--runtime %s, but the cluster's nodes run %s", o.Runtimes[0].Name, rt.Name)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
+	if err != nil {
+		return err
+	}
+	err = r.stages.Run(rt.Name, "suites", func() error { return r.b.RunSuites(ctx, rt, o.Kubeconfig, o.FakesImage, dir) })
+	r.writeReport()
+	return err
+}
+
+func (r *run) writeReport() {
+	cells, err := report.Read(r.opts.Artifacts)
+	if err == nil && len(cells) == 0 {
+		r.stages.Skip("", "report", "no suite ran")
+		return
+	}
+	_ = r.stages.Run("", "report", func() error {
+		if err != nil {
+			return err
+		}
+		var out strings.Builder
+		report.Write(&out, cells)
+		fmt.Fprint(r.opts.Out, out.String())
+		return os.WriteFile(filepath.Join(r.opts.Artifacts, "summary.md"), []byte(out.String()), 0o644)
+	})
+}
+
+// cleanup undoes what the run made, last-made first, within its time limit;
+// a second interrupt skips the rest and says what is left.
+func (r *run) cleanup(work, outer context.Context) {
+	limit := finishedCleanup
+	if _, interrupted := interrupt.Caught(work); interrupted {
+		limit = interruptedCleanup
+	}
+	ctx, cancel := context.WithTimeoutCause(outer, limit, fmt.Errorf("cleanup took longer than %s", limit))
+	defer cancel()
+	r.mu.Lock()
+	steps := r.cleanups
+	r.cleanups = nil
+	r.mu.Unlock()
+	for i := len(steps) - 1; i >= 0; i-- {
+		if ctx.Err() != nil {
+			var left []string
+			for j := i; j >= 0; j-- {
+				left = append(left, steps[j].name+" ("+orDash(steps[j].runtime)+")")
+				r.stages.Skip(steps[j].runtime, steps[j].name, "cleanup skipped")
+			}
+			fmt.Fprintf(r.opts.Out, "faultline: cleanup skipped (%v); left behind: %s\n", context.Cause(ctx), strings.Join(left, ", "))
+			return
+		}
+		s := steps[i]
+		_ = r.stages.Run(s.runtime, s.name, func() error { return s.do(ctx) })
+	}
+}
+
+// freshDir empties a runtime's results directory (only this run's results
+// count) and returns its absolute path.
+func freshDir(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return "", err
+	}
+	return abs, os.MkdirAll(abs, 0o755)
+}
+
+func joinRuntimeErrors(rts []runtimes.Runtime, errs []error) error {
+	var failed []string
+	var all []error
+	for i, err := range errs {
+		if err != nil {
+			failed = append(failed, rts[i].Name)
+			all = append(all, err)
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	return fmt.Errorf("failed on %s: %w", strings.Join(failed, ", "), errors.Join(all...))
+}
+
+func isInterrupt(err error) bool {
+	var e *interrupt.Error
+	return errors.As(err, &e) || errors.Is(err, context.Canceled)
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// linePrefixer writes whole lines with a prefix: runtimes side by side
+// print into one terminal.
+type linePrefixer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	prefix string
+	buf    []byte
+}
+
+func (p *linePrefixer) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.buf = append(p.buf, b...)
+	for {
+		i := strings.IndexByte(string(p.buf), '\n')
+		if i < 0 {
+			break
+		}
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf[:i])
+		p.buf = p.buf[i+1:]
+	}
+	return len(b), nil
+}
+
+// Flush writes a last unterminated line.
+func (p *linePrefixer) Flush() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.buf) > 0 {
+		fmt.Fprintf(p.w, "%s%s\n", p.prefix, p.buf)
+		p.buf = nil
+	}
+}

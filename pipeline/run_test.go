@@ -1,0 +1,410 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/interrupt"
+)
+
+// fakeBackend records what the run asked for, in order, and fails or
+// interrupts where a test says.
+type fakeBackend struct {
+	mu       sync.Mutex
+	calls    []string
+	fail     map[string]error // call (as recorded) => error
+	exists   map[string]bool  // cluster => exists
+	started  bool             // the engine was started by the run
+	onCall   func(call string)
+	facts    facts.Facts
+	barrier  *sync.WaitGroup // RunSuites waits here for the other runtimes
+	parallel bool
+}
+
+func (f *fakeBackend) record(call string) error {
+	f.mu.Lock()
+	f.calls = append(f.calls, call)
+	err := f.fail[call]
+	hook := f.onCall
+	f.mu.Unlock()
+	if hook != nil {
+		hook(call)
+	}
+	return err
+}
+
+func (f *fakeBackend) Calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]string(nil), f.calls...)
+}
+
+type fakeEngine struct{ f *fakeBackend }
+
+func (e fakeEngine) Started() bool { return e.f.started }
+func (e fakeEngine) Stop(ctx context.Context) error {
+	return e.f.record("stop engine")
+}
+func (e fakeEngine) Keep() { _ = e.f.record("keep engine") }
+
+func (f *fakeBackend) EnsureEngine(ctx context.Context) (engineHandle, error) {
+	return fakeEngine{f}, f.record("engine")
+}
+func (f *fakeBackend) BuildTestBinary(ctx context.Context) error { return f.record("test binary") }
+func (f *fakeBackend) EnsureBuildTools(ctx context.Context, rts []runtimes.Runtime) error {
+	return f.record("build tools")
+}
+func (f *fakeBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error) {
+	return "node:" + rt.Name, f.record("node image " + rt.Name)
+}
+func (f *fakeBackend) BuildFakesImage(ctx context.Context) (string, error) {
+	return "fakes:1", f.record("fakes image")
+}
+func (f *fakeBackend) ClusterExists(ctx context.Context, name string) (bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.exists[name], nil
+}
+func (f *fakeBackend) ReuseCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	return f.record("reuse " + s.Name)
+}
+func (f *fakeBackend) CreateCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	if err := f.record("create " + s.Name); err != nil {
+		return err
+	}
+	return context.Cause(ctx)
+}
+func (f *fakeBackend) DeleteCluster(ctx context.Context, name string) error {
+	return f.record("delete " + name)
+}
+func (f *fakeBackend) LoadImage(ctx context.Context, cluster, image string) error {
+	return f.record("load " + cluster)
+}
+func (f *fakeBackend) ExportLogs(ctx context.Context, cluster, dir string) error {
+	return f.record("logs " + cluster)
+}
+func (f *fakeBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error) {
+	return f.facts, "test", f.record("facts")
+}
+func (f *fakeBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
+	if f.barrier != nil {
+		f.barrier.Done()
+		done := make(chan struct{})
+		go func() { f.barrier.Wait(); close(done) }()
+		select {
+		case <-done:
+			f.mu.Lock()
+			f.parallel = true
+			f.mu.Unlock()
+		case <-time.After(5 * time.Second):
+		}
+	}
+	if err := f.record("suites " + rt.Name); err != nil {
+		return err
+	}
+	return context.Cause(ctx)
+}
+
+func testOptions(t *testing.T, rts ...string) Options {
+	t.Helper()
+	list, err := runtimes.Parse(rts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Options{Runtimes: list, Procs: 1, Artifacts: t.TempDir(), Out: &bytes.Buffer{}}
+}
+
+func runFake(t *testing.T, o Options, f *fakeBackend) error {
+	t.Helper()
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	return runWith(context.Background(), context.Background(), o, f)
+}
+
+func wantCalls(t *testing.T, f *fakeBackend, want ...string) {
+	t.Helper()
+	if got := f.Calls(); strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("calls:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
+	}
+}
+
+func TestStageOrder(t *testing.T) {
+	f := &fakeBackend{started: true}
+	o := testOptions(t)
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "load faultline", "suites containerd", "delete faultline", "stop engine")
+	raw, err := os.ReadFile(filepath.Join(o.Artifacts, "timings.txt"))
+	if err != nil || !strings.Contains(string(raw), "create cluster") || !strings.Contains(string(raw), "wall") {
+		t.Errorf("timings.txt = %q, %v", raw, err)
+	}
+	if _, err := os.Stat(filepath.Join(o.Artifacts, "timings.json")); err != nil {
+		t.Error(err)
+	}
+}
+
+func TestEngineNotStartedIsNotStopped(t *testing.T) {
+	f := &fakeBackend{started: false}
+	if err := runFake(t, testOptions(t), f); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range f.Calls() {
+		if c == "stop engine" {
+			t.Errorf("stopped an engine the run did not start: %v", f.Calls())
+		}
+	}
+}
+
+func TestEngineThatFailedToAnswerIsStopped(t *testing.T) {
+	f := &fakeBackend{started: true, fail: map[string]error{"engine": errors.New("dockerd did not answer")}}
+	if err := runFake(t, testOptions(t), f); err == nil {
+		t.Fatal("want an error")
+	}
+	wantCalls(t, f, "engine", "stop engine")
+}
+
+func TestCreateFailureDeletesClusterAndStopsEngine(t *testing.T) {
+	f := &fakeBackend{started: true, fail: map[string]error{"create faultline": errors.New("kubeadm init failed")}}
+	err := runFake(t, testOptions(t), f)
+	if err == nil || !strings.Contains(err.Error(), "kubeadm init failed") {
+		t.Fatalf("err = %v", err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "delete faultline", "stop engine")
+}
+
+func TestBuildFailureCreatesNothing(t *testing.T) {
+	f := &fakeBackend{started: true, fail: map[string]error{"node image containerd": errors.New("go build failed")}}
+	if err := runFake(t, testOptions(t), f); err == nil {
+		t.Fatal("want an error")
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "stop engine")
+}
+
+func TestSuiteFailureExportsLogsBeforeDeleting(t *testing.T) {
+	f := &fakeBackend{started: true, fail: map[string]error{"suites containerd": fmt.Errorf("%w on containerd", ErrSpecsFailed)}}
+	err := runFake(t, testOptions(t), f)
+	if !errors.Is(err, ErrSpecsFailed) {
+		t.Fatalf("err = %v, want ErrSpecsFailed", err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "load faultline", "suites containerd", "logs faultline", "delete faultline", "stop engine")
+}
+
+func TestInterruptDuringCreate(t *testing.T) {
+	work, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	f := &fakeBackend{started: true}
+	f.onCall = func(call string) {
+		if call == "create faultline" {
+			cancel(&interrupt.Error{Signal: syscall.SIGINT})
+		}
+	}
+	o := testOptions(t)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	err := runWith(work, context.Background(), o, f)
+	var ie *interrupt.Error
+	if !errors.As(err, &ie) {
+		t.Fatalf("err = %v, want the interrupt", err)
+	}
+	// no logs are collected for an interrupted run; the cluster and engine go
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "delete faultline", "stop engine")
+	if !strings.Contains(o.Out.(*bytes.Buffer).String(), "interrupted") {
+		t.Errorf("the stage table does not say interrupted:\n%s", o.Out)
+	}
+}
+
+func TestSecondInterruptSkipsCleanupAndSaysWhatIsLeft(t *testing.T) {
+	cleanup, cancelCleanup := context.WithCancelCause(context.Background())
+	f := &fakeBackend{started: true}
+	f.onCall = func(call string) {
+		if call == "delete faultline" {
+			cancelCleanup(&interrupt.Error{Signal: syscall.SIGINT})
+		}
+	}
+	o := testOptions(t)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	_ = runWith(context.Background(), cleanup, o, f)
+	out := o.Out.(*bytes.Buffer).String()
+	if !strings.Contains(out, "left behind: stop engine (-)") {
+		t.Errorf("output does not name what is left:\n%s", out)
+	}
+	for _, c := range f.Calls() {
+		if c == "stop engine" {
+			t.Error("the engine was stopped after the second interrupt")
+		}
+	}
+}
+
+func TestExistingClusterIsRefused(t *testing.T) {
+	f := &fakeBackend{started: true, exists: map[string]bool{"faultline": true}}
+	err := runFake(t, testOptions(t), f)
+	if err == nil || !strings.Contains(err.Error(), "--replace-cluster") || !strings.Contains(err.Error(), "did not create") {
+		t.Fatalf("err = %v", err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image", "stop engine")
+}
+
+func TestReplaceCluster(t *testing.T) {
+	f := &fakeBackend{exists: map[string]bool{"faultline": true}}
+	o := testOptions(t)
+	o.ReplaceCluster = true
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"delete faultline", "create faultline", "load faultline", "suites containerd", "delete faultline")
+}
+
+func TestKeepReusesAMatchingClusterAndKeepsEverything(t *testing.T) {
+	f := &fakeBackend{started: true, exists: map[string]bool{"faultline": true}}
+	o := testOptions(t)
+	o.Keep = true
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"reuse faultline", "load faultline", "suites containerd", "keep engine")
+}
+
+func TestKeepRefusesAClusterWhoseFactsDiffer(t *testing.T) {
+	f := &fakeBackend{exists: map[string]bool{"faultline": true},
+		fail: map[string]error{"reuse faultline": errors.New("runtime: the cluster runs \"crio\", the run asks for \"containerd\"")}}
+	o := testOptions(t)
+	o.Keep = true
+	err := runFake(t, o, f)
+	if err == nil || !strings.Contains(err.Error(), "the cluster runs") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, c := range f.Calls() {
+		if strings.HasPrefix(c, "delete") || strings.HasPrefix(c, "suites") {
+			t.Errorf("unexpected %q after a facts mismatch: %v", c, f.Calls())
+		}
+	}
+}
+
+func TestRuntimesRunSideBySide(t *testing.T) {
+	var barrier sync.WaitGroup
+	barrier.Add(2)
+	f := &fakeBackend{started: true, barrier: &barrier}
+	o := testOptions(t, "all")
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	if !f.parallel {
+		t.Error("the runtimes' suites did not run at the same time")
+	}
+	calls := strings.Join(f.Calls(), ",")
+	for _, want := range []string{"create faultline-containerd", "create faultline-crio", "delete faultline-containerd", "delete faultline-crio"} {
+		if !strings.Contains(calls, want) {
+			t.Errorf("no %q in %s", want, calls)
+		}
+	}
+	if !strings.HasSuffix(calls, "stop engine") {
+		t.Errorf("the engine must stop last: %s", calls)
+	}
+}
+
+func TestOneRuntimeFailingDoesNotStopTheOther(t *testing.T) {
+	f := &fakeBackend{fail: map[string]error{"create faultline-crio": errors.New("no")}}
+	err := runFake(t, testOptions(t, "all"), f)
+	if err == nil || !strings.Contains(err.Error(), "failed on crio") {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(strings.Join(f.Calls(), ","), "suites containerd") {
+		t.Errorf("containerd did not run: %v", f.Calls())
+	}
+}
+
+func TestExistingClusterBuildsAndCreatesNothing(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeBackend{facts: facts.Facts{Runtime: "crio", RuntimeVersion: "1.36.2"}}
+	o := testOptions(t)
+	o.Runtimes = nil
+	o.Kubeconfig, o.FakesImage = kubeconfig, "registry.example/fakes:1"
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, f, "test binary", "facts", "suites crio")
+
+	o.Runtimes, o.RuntimesGiven = []runtimes.Runtime{runtimes.MustLookup("containerd")}, true
+	f = &fakeBackend{facts: facts.Facts{Runtime: "crio"}}
+	if err := runFake(t, o, f); err == nil || !strings.Contains(err.Error(), "nodes run crio") {
+		t.Fatalf("err = %v, want a runtime mismatch", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*Options)
+		want string
+	}{
+		"bad procs":                      {func(o *Options) { o.Procs = 0 }, "--procs"},
+		"bad focus":                      {func(o *Options) { o.Focus = "(" }, "--focus"},
+		"bad suite":                      {func(o *Options) { o.Suites = []string{"dra,foo"} }, `unknown suite "foo"`},
+		"bad cluster name":               {func(o *Options) { o.ClusterName = "Fault_line" }, "--cluster-name"},
+		"kubeconfig missing":             {func(o *Options) { o.Kubeconfig = "/nonexistent" }, "--kubeconfig"},
+		"kubeconfig without fakes image": {func(o *Options) { o.Kubeconfig = os.DevNull }, "--fakes-image"},
+		"node image for two": {func(o *Options) {
+			o.Runtimes, _ = runtimes.Parse("all")
+			o.NodeImage = "x"
+		}, "--node-image"},
+		"containerd-src on crio": {func(o *Options) {
+			o.Runtimes, _ = runtimes.Parse("crio")
+			o.ContainerdSrc = t.TempDir()
+		}, "--containerd-src is for"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := testOptions(t)
+			tc.edit(&o)
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestLabelFilter(t *testing.T) {
+	for _, tc := range []struct {
+		suites []string
+		user   string
+		want   string
+	}{
+		{Suites, "", ""},
+		{[]string{"dra"}, "", "(Suite:dra)"},
+		{[]string{"dra", "nri"}, "smoke || ci", "(Suite:dra || Suite:nri) && (smoke || ci)"},
+		{Suites, "!Slow", "(!Slow)"},
+	} {
+		if got := LabelFilter(tc.suites, tc.user); got != tc.want {
+			t.Errorf("LabelFilter(%v, %q) = %q, want %q", tc.suites, tc.user, got, tc.want)
+		}
+	}
+	got, err := ParseSuites([]string{"nri", "dra,nri"})
+	if err != nil || strings.Join(got, ",") != "dra,nri" {
+		t.Errorf("ParseSuites = %v, %v", got, err)
+	}
+}

@@ -1,0 +1,51 @@
+package cri
+
+import (
+	"context"
+
+	"github.com/onsi/ginkgo/v2"
+	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+// suite is the suite's name: its specs carry the label Suite:cri.
+const suite = "cri"
+
+// describe registers a top-level container of the suite: its specs carry the
+// label Suite:cri and run once the CRI relay is deployed and ready, and,
+// with nri (the slowdown goes through the fake NRI plugin), the fake NRI
+// plugin too.
+func describe(nri bool, args ...any) bool {
+	ginkgo.GinkgoHelper()
+	return harness.Describe(suite, func(ctx context.Context) {
+		harness.Require(ctx, fixtureSet)
+		if nri && !harness.Cluster().Runtime.CreateContainerRunsOCICreate {
+			harness.Require(ctx, nriFixtureSet)
+		}
+	}, args...)
+}
+
+var _ = harness.DescribeSmoke(suite)
+
+// featureResourceCache: the runtime keeps what it created for a timed-out
+// RunPodSandbox or CreateContainer and hands it to the identical retry
+// (CRI-O #4221). containerd has no such cache; its specs fail with what it
+// really does.
+var featureResourceCache = framework.ValidFeatures.Add("CRIResourceCache")
+
+const (
+	// fixtureSet is fixtures/cri: the CRI relay DaemonSet and the
+	// faultline-slow RuntimeClass, in relayNamespace.
+	fixtureSet = "cri"
+	// nriFixtureSet is the NRI suite's fake NRI plugin (fixtures/nri),
+	// which slows containerd's CreateContainer (see slowdown.go). Both
+	// suites share its one deployment.
+	nriFixtureSet = "nri"
+)
+
+var _ = harness.RegisterFixtureSet(harness.FixtureSet{
+	Name: fixtureSet, Namespace: relayNamespace,
+	// The relay mounts the node's CRI socket.
+	Values: harness.CRISocketValues,
+})

@@ -1,0 +1,473 @@
+package harness
+
+// Fixture sets: the fakes the specs need on the nodes (fixtures/<set>),
+// deployed on demand and shared by every suite and every Ginkgo process of a
+// run. A suite registers the sets it owns (RegisterFixtureSet); its specs
+// Require the sets they use before they run (Describe does it for a suite's
+// top-level containers). Require deploys a set idempotently (creating an
+// object another process created already is fine) and waits until it is
+// ready; a process remembers a set it saw ready and only re-checks it, which
+// is cheap, so a spec never starts while, say, the NRI plugins re-register
+// after another spec restarted the runtime. The suite setup removes sets an
+// earlier, killed run left behind; the suite teardown removes every set the
+// run deployed.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/onsi/ginkgo/v2"
+	v1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/fixtures"
+)
+
+// FixtureSet describes how to deploy one fixture set.
+type FixtureSet struct {
+	// Name is the set's directory under fixtures/ ("dra", "nri", "cri").
+	Name string
+	// Namespace holds the set's namespaced objects; the set exists in the
+	// cluster while it does (it is created first and deleted last).
+	Namespace string
+	// Values returns the set's extra template values (.Extra); nil: none.
+	Values func(ctx context.Context, cs clientset.Interface) (map[string]string, error)
+	// Ready are the set's own readiness checks, on top of the ones every set
+	// gets: its DaemonSets are ready, and every readiness probe of their
+	// pods passes now (asked through the pod proxy, so a component that
+	// lost its registration a moment ago counts as not ready although the
+	// kubelet's last probe passed).
+	Ready []ReadyCheck
+	// Timeout bounds the set becoming ready, after deployment or after a
+	// spec disturbed it (default DefaultFixtureTimeout).
+	Timeout time.Duration
+}
+
+// ReadyCheck reports whether part of a set is ready, and if not, why. An
+// error counts as not ready (the API server may blink); the last reason is
+// reported when the wait times out.
+type ReadyCheck func(ctx context.Context, cs clientset.Interface) (ready bool, why string, err error)
+
+// DefaultFixtureTimeout bounds a set becoming ready: the fakes image is on
+// the nodes already (loaded into kind, or pulled once), so this is the time
+// to start a few small containers and for them to register with the kubelet
+// or the runtime.
+const DefaultFixtureTimeout = 3 * time.Minute
+
+// removalTimeout bounds a set's namespace disappearing after its deletion.
+const removalTimeout = 2 * time.Minute
+
+// objectApplier creates and deletes rendered objects (fixtures.Applier).
+type objectApplier interface {
+	Create(ctx context.Context, objects []*unstructured.Unstructured) error
+	Delete(ctx context.Context, objects []*unstructured.Unstructured) error
+}
+
+// setEnv is what the registry needs of the cluster.
+type setEnv struct {
+	cs      clientset.Interface
+	applier objectApplier
+	render  func(set FixtureSet, extra map[string]string) ([]*unstructured.Unstructured, error)
+}
+
+type setState struct {
+	objects []*unstructured.Unstructured // rendered once per process
+	ready   bool                         // this process saw the set ready
+}
+
+// registry holds the fixture sets of the binary and what this process
+// knows about them.
+type registry struct {
+	mu    sync.Mutex
+	sets  map[string]FixtureSet
+	names []string // in registration order
+	state map[string]*setState
+	// newEnv connects to the cluster, once, on first use.
+	newEnv func() (*setEnv, error)
+	env    *setEnv
+	poll   time.Duration
+	logf   func(format string, args ...any)
+}
+
+func newRegistry(newEnv func() (*setEnv, error)) *registry {
+	return &registry{sets: map[string]FixtureSet{}, state: map[string]*setState{}, newEnv: newEnv,
+		poll: time.Second, logf: framework.Logf}
+}
+
+// fixtureSets is the binary's registry.
+var fixtureSets = newRegistry(clusterEnv)
+
+func clusterEnv() (*setEnv, error) {
+	config, err := framework.LoadConfig()
+	if err != nil {
+		return nil, err
+	}
+	cs, err := clientset.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	applier, err := fixtures.NewApplier(config)
+	if err != nil {
+		return nil, err
+	}
+	return &setEnv{cs: cs, applier: applier, render: func(set FixtureSet, extra map[string]string) ([]*unstructured.Unstructured, error) {
+		return fixtures.Render(set.Name, fixtures.Values{Namespace: set.Namespace, Image: Flags.FakesImage, PullPolicy: Flags.PullPolicy, Extra: extra})
+	}}, nil
+}
+
+// RegisterFixtureSet adds a set to the binary's registry; a suite calls it
+// for each set it owns (var _ = harness.RegisterFixtureSet(...)). Other
+// suites may Require the set by name.
+func RegisterFixtureSet(set FixtureSet) bool {
+	if err := fixtureSets.register(set); err != nil {
+		panic(err)
+	}
+	return true
+}
+
+// FixtureSetNamespace is the namespace of a registered set, for specs that
+// read what its components record.
+func FixtureSetNamespace(name string) string {
+	set, err := fixtureSets.lookup(name)
+	if err != nil {
+		panic(err)
+	}
+	return set.Namespace
+}
+
+// Require makes sure the named sets are deployed and ready before the spec
+// goes on; it fails the spec otherwise. Call it from BeforeEach (Describe
+// does).
+func Require(ctx context.Context, names ...string) {
+	ginkgo.GinkgoHelper()
+	for _, name := range names {
+		framework.ExpectNoError(fixtureSets.require(ctx, name), "fixture set %s", name)
+	}
+}
+
+// AwaitFixtureSets waits until the named sets are ready again, or with no
+// names every set deployed in the cluster (by any process): the cleanup of a
+// spec that disturbs them (restarts the runtime, makes the runtime drop a
+// plugin), so that the next spec, of whatever suite, finds them ready.
+func AwaitFixtureSets(ctx context.Context, names ...string) {
+	ginkgo.GinkgoHelper()
+	framework.ExpectNoError(fixtureSets.await(ctx, names...))
+}
+
+func (r *registry) register(set FixtureSet) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if set.Name == "" || set.Namespace == "" {
+		return fmt.Errorf("fixture set %+v needs a name and a namespace", set)
+	}
+	if _, dup := r.sets[set.Name]; dup {
+		return fmt.Errorf("fixture set %q registered twice", set.Name)
+	}
+	for _, other := range r.sets {
+		if other.Namespace == set.Namespace {
+			return fmt.Errorf("fixture sets %q and %q share namespace %s", other.Name, set.Name, set.Namespace)
+		}
+	}
+	if set.Timeout == 0 {
+		set.Timeout = DefaultFixtureTimeout
+	}
+	r.sets[set.Name] = set
+	r.names = append(r.names, set.Name)
+	r.state[set.Name] = &setState{}
+	return nil
+}
+
+func (r *registry) lookup(name string) (FixtureSet, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	set, ok := r.sets[name]
+	if !ok {
+		return FixtureSet{}, fmt.Errorf("unknown fixture set %q (registered: %v; is the suite that owns it linked into the binary?)", name, r.names)
+	}
+	return set, nil
+}
+
+func (r *registry) connect() (*setEnv, error) {
+	if r.env == nil {
+		env, err := r.newEnv()
+		if err != nil {
+			return nil, fmt.Errorf("connect to the cluster: %w", err)
+		}
+		r.env = env
+	}
+	return r.env, nil
+}
+
+// require deploys the set unless this process saw it ready, and waits
+// until it is ready.
+func (r *registry) require(ctx context.Context, name string) error {
+	set, err := r.lookup(name)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	env, err := r.connect()
+	if err != nil {
+		return err
+	}
+	st := r.state[name]
+	if st.ready {
+		ok, why, err := r.ready(ctx, env, set)
+		if ok {
+			return nil
+		}
+		if err != nil {
+			why = err.Error()
+		}
+		r.logf("fixture set %s is not ready (%s): waiting up to %s", name, why, set.Timeout)
+		if err := r.waitReady(ctx, env, set); err != nil {
+			st.ready = false
+			return err
+		}
+		r.logf("fixture set %s is ready again", name)
+		return nil
+	}
+	objects, err := r.objects(ctx, env, set)
+	if err != nil {
+		return err
+	}
+	created := 0
+	for _, obj := range objects {
+		err := env.applier.Create(ctx, []*unstructured.Unstructured{obj})
+		switch {
+		case err == nil:
+			created++
+		case apierrors.IsAlreadyExists(err):
+			// Another Ginkgo process deployed the set, or is doing so.
+		default:
+			return fmt.Errorf("deploy fixture set %s: %w", name, err)
+		}
+	}
+	if created > 0 {
+		r.logf("fixture set %s: created %d of its %d objects in %s", name, created, len(objects), set.Namespace)
+	}
+	start := time.Now()
+	if err := r.waitReady(ctx, env, set); err != nil {
+		return err
+	}
+	r.logf("fixture set %s is ready (waited %s)", name, time.Since(start).Round(time.Second))
+	st.ready = true
+	return nil
+}
+
+// objects renders the set once per process.
+func (r *registry) objects(ctx context.Context, env *setEnv, set FixtureSet) ([]*unstructured.Unstructured, error) {
+	st := r.state[set.Name]
+	if st.objects != nil {
+		return st.objects, nil
+	}
+	var extra map[string]string
+	if set.Values != nil {
+		var err error
+		if extra, err = set.Values(ctx, env.cs); err != nil {
+			return nil, fmt.Errorf("values of fixture set %s: %w", set.Name, err)
+		}
+	}
+	objects, err := env.render(set, extra)
+	if err != nil {
+		return nil, fmt.Errorf("render fixture set %s: %w", set.Name, err)
+	}
+	st.objects = objects
+	return objects, nil
+}
+
+// ready checks the set once.
+func (r *registry) ready(ctx context.Context, env *setEnv, set FixtureSet) (bool, string, error) {
+	checks := append([]ReadyCheck{daemonSetsReadyCheck(set.Namespace), probesPassCheck(set.Namespace)}, set.Ready...)
+	for _, check := range checks {
+		if ok, why, err := check(ctx, env.cs); !ok || err != nil {
+			return false, why, err
+		}
+	}
+	return true, "", nil
+}
+
+func (r *registry) waitReady(ctx context.Context, env *setEnv, set FixtureSet) error {
+	var last string
+	err := pollUntil(ctx, r.poll, set.Timeout, func() (bool, error) {
+		ok, why, err := r.ready(ctx, env, set)
+		if err != nil {
+			why = err.Error()
+		}
+		last = why
+		return ok && err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("fixture set %s in %s not ready within %s (%s): %w", set.Name, set.Namespace, set.Timeout, last, err)
+	}
+	return nil
+}
+
+// await waits for the named sets, or every set whose namespace exists.
+func (r *registry) await(ctx context.Context, names ...string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	env, err := r.connect()
+	if err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		for _, name := range r.names {
+			exists, err := namespaceExists(ctx, env.cs, r.sets[name].Namespace)
+			if err != nil {
+				return err
+			}
+			if exists {
+				names = append(names, name)
+			}
+		}
+	}
+	var errs []error
+	for _, name := range names {
+		set, ok := r.sets[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("unknown fixture set %q", name))
+			continue
+		}
+		if err := r.waitReady(ctx, env, set); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeDeployed removes every registered set whose namespace exists: at
+// the start of a run what a killed run left, at its end what it deployed.
+func (r *registry) removeDeployed(ctx context.Context, why string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	env, err := r.connect()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, name := range r.names {
+		set := r.sets[name]
+		exists, err := namespaceExists(ctx, env.cs, set.Namespace)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if !exists {
+			continue
+		}
+		r.logf("removing fixture set %s (%s, namespace %s)", name, why, set.Namespace)
+		if err := r.remove(ctx, env, set); err != nil {
+			errs = append(errs, fmt.Errorf("remove fixture set %s: %w", name, err))
+		}
+		r.state[name].ready = false
+	}
+	return errors.Join(errs...)
+}
+
+// remove deletes the set's objects and waits for its namespace to be gone.
+// A set that cannot be rendered (its values unknown) loses its namespace at
+// least.
+func (r *registry) remove(ctx context.Context, env *setEnv, set FixtureSet) error {
+	objects, err := r.objects(ctx, env, set)
+	if err != nil {
+		r.logf("%v: deleting only namespace %s", err, set.Namespace)
+		err = env.cs.CoreV1().Namespaces().Delete(ctx, set.Namespace, metav1.DeleteOptions{})
+		if apierrors.IsNotFound(err) {
+			err = nil
+		}
+	} else {
+		err = env.applier.Delete(ctx, objects)
+	}
+	if err != nil {
+		return err
+	}
+	return pollUntil(ctx, r.poll, removalTimeout, func() (bool, error) {
+		exists, err := namespaceExists(ctx, env.cs, set.Namespace)
+		return !exists && err == nil, nil
+	})
+}
+
+func namespaceExists(ctx context.Context, cs clientset.Interface, name string) (bool, error) {
+	_, err := cs.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	}
+	return false, fmt.Errorf("namespace %s: %w", name, err)
+}
+
+// daemonSetsReadyCheck: every DaemonSet of the namespace has all its pods
+// scheduled, updated and Ready.
+func daemonSetsReadyCheck(namespace string) ReadyCheck {
+	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
+		list, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if len(list.Items) == 0 {
+			return false, "no DaemonSets in " + namespace, nil
+		}
+		for _, ds := range list.Items {
+			if !daemonSetReady(&ds) {
+				return false, fmt.Sprintf("DaemonSet %s: %d desired, %d updated, %d ready", ds.Name,
+					ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled, ds.Status.NumberReady), nil
+			}
+		}
+		return true, "", nil
+	}
+}
+
+// probesPassCheck asks every HTTP readiness probe of the namespace's
+// running pods now, through the pod proxy: a pod's Ready condition lags
+// behind by up to a probe period.
+func probesPassCheck(namespace string) ReadyCheck {
+	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
+		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for i := range pods.Items {
+			pod := &pods.Items[i]
+			if pod.DeletionTimestamp != nil || pod.Status.Phase != v1.PodRunning {
+				continue // the DaemonSet check covers pods that do not run
+			}
+			for _, c := range pod.Spec.Containers {
+				probe := c.ReadinessProbe
+				if probe == nil || probe.HTTPGet == nil {
+					continue
+				}
+				port := probePort(c, probe.HTTPGet.Port)
+				if _, err := ProxyGet(ctx, cs, pod, port, probe.HTTPGet.Path, nil); err != nil {
+					return false, fmt.Sprintf("pod %s container %s: GET :%s%s: %v", pod.Name, c.Name, port, probe.HTTPGet.Path, err), nil
+				}
+			}
+		}
+		return true, "", nil
+	}
+}
+
+// probePort resolves a probe's port (a number or a container port name).
+func probePort(c v1.Container, port intstr.IntOrString) string {
+	if port.Type == intstr.Int {
+		return strconv.Itoa(port.IntValue())
+	}
+	for _, p := range c.Ports {
+		if p.Name == port.StrVal {
+			return strconv.Itoa(int(p.ContainerPort))
+		}
+	}
+	return port.StrVal
+}

@@ -1,0 +1,101 @@
+package suites
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2"
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
+
+// suites are the suites linked into the binary.
+var suites = []string{"cri", "dra", "nri"}
+
+// TestSpecLabels walks the spec tree (no cluster) and checks that every
+// spec carries exactly one Suite:<name> label, the one of the package that
+// defines it, so that a label filter selects whole suites and nothing else.
+func TestSpecLabels(t *testing.T) {
+	if harness.HaveCluster() {
+		t.Skip("a unit test: runs without --kubeconfig")
+	}
+	report := ginkgo.PreviewSpecs("faultline")
+	perSuite := map[string]int{}
+	for _, spec := range report.SpecReports {
+		if spec.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		var got []string
+		for _, l := range spec.Labels() {
+			if strings.HasPrefix(l, "Suite:") {
+				got = append(got, l)
+			}
+		}
+		if len(got) != 1 {
+			t.Errorf("%s (%s): want exactly one Suite:* label, got %v", spec.FullText(), spec.LeafNodeLocation, got)
+			continue
+		}
+		suite := strings.TrimPrefix(got[0], "Suite:")
+		perSuite[suite]++
+		// A spec written in suites/<s>/ belongs to suite <s>; the shared
+		// ones (suites/harness: smoke) to the suite that registered them.
+		if dir := filepath.Base(filepath.Dir(spec.LeafNodeLocation.FileName)); dir != "harness" && dir != suite {
+			t.Errorf("%s (%s): labelled %s, but defined in suites/%s", spec.FullText(), spec.LeafNodeLocation, got[0], dir)
+		}
+	}
+	var have []string
+	for s := range perSuite {
+		have = append(have, s)
+	}
+	sort.Strings(have)
+	if strings.Join(have, ",") != strings.Join(suites, ",") {
+		t.Errorf("suites with specs: %v, want %v", have, suites)
+	}
+	t.Logf("specs per suite: %v", perSuite)
+}
+
+// TestListWithoutCluster runs the binary as a user would, without a
+// cluster: --list-tests and --list-labels print and exit 0, and KUBECONFIG in
+// the environment does not make the specs run.
+func TestListWithoutCluster(t *testing.T) {
+	if harness.HaveCluster() {
+		t.Skip("a unit test: runs without --kubeconfig")
+	}
+	run := func(env []string, args ...string) string {
+		t.Helper()
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s %v: %v\n%s", os.Args[0], args, err, out)
+		}
+		return string(out)
+	}
+
+	out := run(nil, "-list-tests")
+	for _, s := range suites {
+		if want := "[Suite:" + s + "] smoke [smoke] runs a pod"; !strings.Contains(out, want) {
+			t.Errorf("--list-tests does not list %q:\n%s", want, out)
+		}
+	}
+	out = run(nil, "-list-labels")
+	for _, s := range suites {
+		if !strings.Contains(out, "    Suite:"+s+"\n") {
+			t.Errorf("--list-labels does not list Suite:%s:\n%s", s, out)
+		}
+	}
+
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte("apiVersion: v1\nkind: Config\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out = run([]string{"KUBECONFIG=" + kubeconfig}, "-test.run=^TestE2E$", "-test.v")
+	if !strings.Contains(out, "--- SKIP: TestE2E") || !strings.Contains(out, "KUBECONFIG alone does not select a cluster") {
+		t.Errorf("with KUBECONFIG set and no --kubeconfig, TestE2E must skip saying why:\n%s", out)
+	}
+}
