@@ -15,14 +15,11 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
-// Suites are the suites of the test binary; a spec of suite s carries the
-// label "Suite:<s>".
-var Suites = []string{"dra", "cri", "nri"}
-
-// SuiteLabel is the label that selects a suite's specs.
-func SuiteLabel(suite string) string { return "Suite:" + suite }
+// Suites are the suites of the test binary (suites/suitenames).
+var Suites = suitenames.All
 
 // Options are one run's choices (faultline e2e's flags).
 type Options struct {
@@ -191,7 +188,7 @@ func LabelFilter(suites []string, user string) string {
 	if len(suites) > 0 && len(suites) < len(Suites) {
 		labels := make([]string, len(suites))
 		for i, s := range suites {
-			labels[i] = SuiteLabel(s)
+			labels[i] = suitenames.Label(s)
 		}
 		parts = append(parts, "("+strings.Join(labels, " || ")+")")
 	}

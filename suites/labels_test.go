@@ -12,10 +12,16 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
-// suites are the suites linked into the binary.
-var suites = []string{"cri", "dra", "nri"}
+// suites are the suites the binary must hold: the CLI's list
+// (suites/suitenames), sorted.
+var suites = func() []string {
+	s := append([]string(nil), suitenames.All...)
+	sort.Strings(s)
+	return s
+}()
 
 // TestSpecLabels walks the spec tree (no cluster) and checks that every
 // spec carries exactly one Suite:<name> label, the one of the package that
@@ -32,7 +38,7 @@ func TestSpecLabels(t *testing.T) {
 		}
 		var got []string
 		for _, l := range spec.Labels() {
-			if strings.HasPrefix(l, "Suite:") {
+			if strings.HasPrefix(l, suitenames.LabelPrefix) {
 				got = append(got, l)
 			}
 		}
@@ -40,7 +46,7 @@ func TestSpecLabels(t *testing.T) {
 			t.Errorf("%s (%s): want exactly one Suite:* label, got %v", spec.FullText(), spec.LeafNodeLocation, got)
 			continue
 		}
-		suite := strings.TrimPrefix(got[0], "Suite:")
+		suite := strings.TrimPrefix(got[0], suitenames.LabelPrefix)
 		perSuite[suite]++
 		// A spec written in suites/<s>/ belongs to suite <s>; the shared
 		// ones (suites/harness: smoke) to the suite that registered them.

@@ -12,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
 // junitSuites is the subset of the JUnit schema Ginkgo writes that we read.
@@ -86,7 +88,7 @@ func suiteOf(name string) string {
 		return "setup"
 	}
 	for _, label := range strings.Split(name[open+2:len(name)-1], ", ") {
-		if s, ok := strings.CutPrefix(label, "Suite:"); ok {
+		if s, ok := strings.CutPrefix(label, suitenames.LabelPrefix); ok {
 			return s
 		}
 	}

@@ -28,7 +28,7 @@ func init() {
 			fs.Var(&rts, "runtime", "node runtime: "+strings.Join(runtimes.Names(), ", ")+" or all (default "+runtimes.Default+"); several run side by side, each on cluster <cluster-name>-<runtime>")
 			fs.StringVar(&o.Focus, "focus", "", "Ginkgo --focus (a regular expression on spec names)")
 			fs.StringVar(&o.LabelFilter, "label-filter", "", "Ginkgo --label-filter (e.g. smoke, '!Slow'); --suite adds Suite:<name>")
-			fs.IntVar(&o.Procs, "procs", 4, "parallel Ginkgo processes per runtime (Serial specs run alone)")
+			fs.IntVar(&o.Procs, "procs", 6, "parallel Ginkgo processes per runtime (Serial specs run alone)")
 			fs.StringVar(&o.Artifacts, "artifacts", "_artifacts", "where JUnit, logs, timings and the report go")
 			fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this existing cluster: nothing is built or created")
 			fs.StringVar(&o.FakesImage, "fakes-image", "", "image of the fakes the cluster can pull (required with --kubeconfig; built and loaded otherwise)")
@@ -43,7 +43,7 @@ func init() {
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {
-					return err
+					return usageError{err}
 				}
 				root, err := os.Getwd()
 				if err != nil {
@@ -51,6 +51,9 @@ func init() {
 				}
 				o.RepoRoot, o.CacheDir, o.Runtimes, o.RuntimesGiven, o.Suites, o.SuiteArgs = root, defaultCacheDir(), rtList, len(rts) > 0, suites, args
 				o.Out = os.Stderr
+				if err := o.Validate(); err != nil {
+					return usageError{err}
+				}
 				return pipeline.Run(ctx, cleanupContext(ctx), o)
 			}
 		})

@@ -21,6 +21,11 @@ type command struct {
 
 var commands = map[string]command{}
 
+// usageError is bad input (flags, names): exit code 2, as for flag errors.
+type usageError struct{ error }
+
+func (u usageError) Unwrap() error { return u.error }
+
 func register(name, summary string, setup func(fs *flag.FlagSet) func(ctx context.Context, args []string) error) {
 	commands[name] = command{summary: summary, setup: setup}
 }
@@ -68,6 +73,10 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], err)
+		var usage usageError
+		if errors.As(err, &usage) {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }

@@ -13,5 +13,7 @@
 //	kubelet.go   requirement 8, through the kubelet
 //	target.go    the object a spec creates, and its witnesses
 //	slowdown.go  how a creation is made slower than its caller's deadline
+//	             (the annotations come from the fakes' packages:
+//	             ociruntime.SlowCreate, the fake NRI plugin's client)
 //	node.go      the relay connection, runtime restarts, the NRI record
 package cri

@@ -41,7 +41,6 @@ var _ = describe(false, "kubelet with slow creation", framework.WithFeature(feat
 		pod := harness.TestPod("slow", "slow pod "+token)
 		pod.Spec.RuntimeClassName = new(string)
 		*pod.Spec.RuntimeClassName = slowHandler
-		pod.Annotations = sandboxAnnotations(token, sandboxDelay)
 		// CRI-O runs an infra container (the OCI create runc-slow delays) only
 		// for pods that share their PID namespace.
 		pod.Spec.ShareProcessNamespace = new(bool)
@@ -52,9 +51,8 @@ var _ = describe(false, "kubelet with slow creation", framework.WithFeature(feat
 			// kubelet's: only the sandbox can be made slower than the kubelet.
 			ginkgo.By(fmt.Sprintf("%s: only the sandbox creation is slowed (CreateContainer runs no OCI create)", n.Runtime))
 			containerDelay = 0
-		} else {
-			pod.Annotations[ociruntime.ContainerDelayAnnotation] = containerDelay.String()
 		}
+		pod.Annotations = ociruntime.SlowCreate{Request: token, SandboxDelay: sandboxDelay, ContainerDelay: containerDelay}.Annotations()
 		ginkgo.By(fmt.Sprintf("runtimeRequestTimeout %s: sandbox creation takes %s, container creation %s", timeout, sandboxDelay, containerDelay))
 		pod = e2epod.NewPodClient(f).Create(ctx, pod)
 		harness.OnFailure(func(ctx context.Context) {

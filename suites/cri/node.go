@@ -6,7 +6,6 @@ package cri
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -21,6 +20,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
@@ -31,13 +32,8 @@ const (
 	// faultline-slow RuntimeClass of the set is cluster-wide).
 	relayNamespace = "faultline-cri"
 	relaySelector  = "app.kubernetes.io/name=cri-relay"
-	// nriPluginSelector selects the fake NRI plugin's pods (fixtures/nri,
-	// in the nri set's namespace), which slow containerd's CreateContainer
-	// (see slowdown.go); nriPluginPort serves instance a's event record.
-	nriPluginSelector = "app.kubernetes.io/name=fake-nri-plugin"
-	nriPluginPort     = "8080"
-	relayCRIPort      = 10010
-	relayHTTPPort     = "8080"
+	relayCRIPort   = 10010
+	relayHTTPPort  = "8080"
 	// slowHandler is the runtime handler (and RuntimeClass) of runc-slow.
 	slowHandler = "faultline-slow"
 )
@@ -99,7 +95,7 @@ const runtimeRestartTimeout = 2 * time.Minute
 // dialNode port-forwards to the node's relay and asks the runtime for its
 // status; on success the connection lives until the spec ends.
 func dialNode(ctx context.Context, f *framework.Framework, name string, rt runtime) (*node, *runtimeapi.StatusResponse, error) {
-	relay, err := harness.PodOnNode(ctx, f.ClientSet, relayNamespace, relaySelector, name)
+	relay, err := podproxy.PodOnNode(ctx, f.ClientSet, relayNamespace, relaySelector, name)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -137,7 +133,7 @@ func hasHandler(status *runtimeapi.StatusResponse, name string) bool {
 
 // ociRecords returns the slow OCI runtime's records of one request.
 func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Record, error) {
-	raw, err := harness.ProxyGet(ctx, n.cs, n.relay, relayHTTPPort, "/oci-log", nil)
+	raw, err := podproxy.Get(ctx, n.cs, n.relay, relayHTTPPort, "/oci-log", nil)
 	if err != nil {
 		return nil, fmt.Errorf("read the slow OCI runtime's log: %w", err)
 	}
@@ -165,27 +161,17 @@ func (n *node) restartRuntime(ctx context.Context) error {
 	if process == "" {
 		return fmt.Errorf("no known process for runtime %s", n.Runtime)
 	}
-	_, err := n.cs.CoreV1().RESTClient().Post().Namespace(n.relay.Namespace).Resource("pods").
-		Name(n.relay.Name+":"+relayHTTPPort).SubResource("proxy").Suffix("restart-runtime").
-		Param("process", process).DoRaw(ctx)
+	_, err := podproxy.Post(ctx, n.cs, n.relay, relayHTTPPort, "/restart-runtime", map[string]string{"process": process})
 	return err
 }
 
-// nriEvents returns the fake NRI plugin's (instance a) records of a pod.
-// The NRI suite's specs run on the same plugin instances at the same time;
-// the record of a pod only holds that pod's events, and a fault only fires
-// for the pod whose annotation asks for it.
+// nriEvents returns the fake NRI plugin's (instance a, which slows
+// containerd's CreateContainer: slowdown.go) records of a pod, from the nri
+// set's deployment. The NRI suite's specs run on the same plugin instances
+// at the same time; the record of a pod only holds that pod's events, and a
+// fault only fires for the pod whose annotation asks for it.
 func (n *node) nriEvents(ctx context.Context, podUID string) ([]record.Event, error) {
-	plugin, err := harness.PodOnNode(ctx, n.cs, harness.FixtureSetNamespace(nriFixtureSet), nriPluginSelector, n.Name)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := harness.ProxyGet(ctx, n.cs, plugin, nriPluginPort, "/events", map[string]string{"podUID": podUID})
-	if err != nil {
-		return nil, err
-	}
-	var events []record.Event
-	return events, json.Unmarshal(raw, &events)
+	return nriclient.New(n.cs, harness.FixtureSetNamespace(nriFixtureSet)).On(n.Name, nriclient.A).Events(ctx, podUID)
 }
 
 // describeRecords renders records for a failure message.

@@ -18,7 +18,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -63,27 +62,7 @@ func slowdownFor(rt runtime, stage string) slowdown {
 	return slowdown{Delay: ociDelay, Deadline: ociDeadline}
 }
 
-// sandboxAnnotations ask for a slow sandbox creation (request identifies
-// the records).
-func sandboxAnnotations(request string, delay time.Duration) map[string]string {
-	a := map[string]string{ociruntime.RequestAnnotation: request}
-	if delay > 0 {
-		a[ociruntime.SandboxDelayAnnotation] = delay.String()
-	}
-	return a
-}
-
-// containerAnnotations ask for a slow container creation.
-func containerAnnotations(request string, delay time.Duration) map[string]string {
-	a := map[string]string{ociruntime.RequestAnnotation: request}
-	if delay > 0 {
-		a[ociruntime.ContainerDelayAnnotation] = delay.String()
-	}
-	return a
-}
-
-// nriStallAnnotation stalls the first CreateContainer of container in the
-// pod that carries it (fake NRI plugin instance a).
-func nriStallAnnotation(container string, stall time.Duration) (string, string) {
-	return "nri.faultline.k8s.io/faultline-a.CreateContainer", fmt.Sprintf("stall=%s;times=1;container=%s", stall, container)
-}
+// The annotations that ask for a slowdown are built by the fakes' own
+// packages, next to the parsers that read them: runc-slow's delays by
+// ociruntime.SlowCreate, the fake NRI plugin's stall by its client
+// (nriclient.A.Fault, package faults).

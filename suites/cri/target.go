@@ -20,6 +20,9 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -59,8 +62,10 @@ func (t *target) startHostPod(ctx context.Context, f *framework.Framework) {
 	pod.Spec.RuntimeClassName = new(string)
 	*pod.Spec.RuntimeClassName = slowHandler
 	if t.slow.ViaNRI {
-		key, value := nriStallAnnotation(directContainer, t.slow.Delay)
-		pod.Annotations = map[string]string{key: value}
+		// Stall the first CreateContainer of the direct container in this
+		// pod (fake NRI plugin instance a).
+		pod.Annotations = nriclient.Annotations(nriclient.A.Fault("CreateContainer",
+			faults.Fault{Mode: faults.Stall, Stall: t.slow.Delay, Times: 1, Container: directContainer}))
 	}
 	t.hostPod = e2epod.NewPodClient(f).CreateSync(ctx, pod)
 	sandboxes, err := t.node.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
@@ -94,7 +99,7 @@ func (t *target) sandboxConfig(delay bool) *runtimeapi.PodSandboxConfig {
 		Hostname:     name,
 		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", relayNamespace, name, t.token),
 		Labels:       map[string]string{requestLabel: t.token},
-		Annotations:  sandboxAnnotations(t.token, d),
+		Annotations:  ociruntime.SlowCreate{Request: t.token, SandboxDelay: d}.Annotations(),
 		// A shared PID namespace: CRI-O then runs an infra container, the OCI
 		// create runc-slow delays (without one, CRI-O's RunPodSandbox runs no
 		// OCI runtime at all).
@@ -114,7 +119,7 @@ func (t *target) containerConfig(delay bool) *runtimeapi.ContainerConfig {
 		Image:       &runtimeapi.ImageSpec{Image: t.imageID, UserSpecifiedImage: harness.Flags.FakesImage},
 		Command:     []string{"/usr/local/bin/testpod", "--message", "direct container " + t.token},
 		Labels:      map[string]string{requestLabel: t.token},
-		Annotations: containerAnnotations(t.token, d),
+		Annotations: ociruntime.SlowCreate{Request: t.token, ContainerDelay: d}.Annotations(),
 		// in the pod's log directory, which the kubelet made (runtimes do not)
 		LogPath: fmt.Sprintf("%s-%d.log", directContainer, t.attempt),
 		// as the kubelet asks for a pod that does not share its PID namespace

@@ -9,8 +9,9 @@
 // The first spec that needs it deploys it (harness.Require, through
 // describe) and waits until both drivers are registered and have published
 // their devices; the run removes it at the end. Every spec makes its own
-// namespace, claims and FaultSpecs, and reads the driver's call record
-// through the pod proxy.
+// namespace, claims and FaultSpecs (typed by drivers/fake/dra/faultspec),
+// and reads the driver's call record through the pod proxy; both through
+// the driver's client, drivers/fake/dra/client.
 //
 //	prepare.go    transient and unclassified failures are retried; a permanent
 //	              one fails the pod (KEP-5322, skipped without it); a bad
@@ -29,5 +30,6 @@
 //	              status
 //	timing.go     the kubelet timings the timeouts derive from, as measured
 //
-// driver.go, objects.go, wait.go and dump.go are the specs' helpers.
+// driver.go binds the driver's client to the suite's deployment; objects.go,
+// wait.go and dump.go are the specs' helpers.
 package dra

@@ -39,13 +39,13 @@ func dumpClaims(ctx context.Context, f *framework.Framework) {
 		y, _ := yaml.Marshal(c)
 		fmt.Fprintf(&b, "\n=== ResourceClaim %s/%s (uid %s)\n%s", c.Namespace, c.Name, c.UID, y)
 		for _, d := range drivers {
-			pods, err := d.pods(ctx, cs)
+			pods, err := draClient(cs).Pods(ctx, d)
 			if err != nil {
 				fmt.Fprintf(&b, "--- %s: %v\n", d.Name, err)
 				continue
 			}
 			for _, pod := range pods {
-				rep, err := d.calls(ctx, cs, pod.Spec.NodeName, string(c.UID))
+				rep, err := draClient(cs).On(pod.Spec.NodeName, d).Calls(ctx, string(c.UID))
 				if err != nil {
 					fmt.Fprintf(&b, "--- %s on %s: /calls: %v\n", d.Name, pod.Spec.NodeName, err)
 					continue
@@ -61,9 +61,9 @@ func dumpClaims(ctx context.Context, f *framework.Framework) {
 		}
 	}
 	for _, d := range drivers {
-		pods, _ := d.pods(ctx, cs)
+		pods, _ := draClient(cs).Pods(ctx, d)
 		for _, pod := range pods {
-			devs, err := d.devices(ctx, cs, pod.Spec.NodeName)
+			devs, err := draClient(cs).On(pod.Spec.NodeName, d).Devices(ctx)
 			j, _ := json.Marshal(devs)
 			fmt.Fprintf(&b, "--- %s on %s: GET /devices: %s %v\n", d.Name, pod.Spec.NodeName, j, err)
 		}

@@ -7,7 +7,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"sort"
@@ -19,11 +18,11 @@ import (
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 	"k8s.io/utils/ptr"
 
+	draclient "github.com/faultline-k8s/faultline/drivers/fake/dra/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -42,24 +41,18 @@ type request struct {
 	cel    string
 }
 
-// faults returns a FaultSpec for the fake driver as JSON.
-func faults(prepare, unprepare []faultspec.Fault) []byte {
-	raw, err := json.Marshal(faultspec.FaultSpec{
-		APIVersion: faultspec.APIVersion, Kind: faultspec.Kind, Prepare: prepare, Unprepare: unprepare,
-	})
-	framework.ExpectNoError(err)
-	return raw
+// faults is the FaultSpec that makes the fake driver fail prepare and
+// unprepare calls (built by the driver's client, typed by its faultspec).
+func faults(prepare, unprepare []faultspec.Fault) faultspec.FaultSpec {
+	return draclient.Faults(prepare, unprepare)
 }
 
-// config is an opaque config entry for driver d, for the given requests
-// (none: all of the claim's requests).
-func config(d driverRef, parameters []byte, requests ...string) resourceapi.DeviceClaimConfiguration {
-	return resourceapi.DeviceClaimConfiguration{
-		Requests: requests,
-		DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
-			Driver: d.Name, Parameters: runtime.RawExtension{Raw: parameters},
-		}},
-	}
+// config is the opaque config entry handing spec to driver d, for the given
+// requests (none: all of the claim's requests).
+func config(d driverRef, spec faultspec.FaultSpec, requests ...string) resourceapi.DeviceClaimConfiguration {
+	c, err := d.Config(spec, requests...)
+	framework.ExpectNoError(err, "FaultSpec for %s", d.Name)
+	return c
 }
 
 // claimSpec builds the spec of a claim with one device per request.
@@ -210,7 +203,7 @@ func kubeletFeatureGates(ctx context.Context, cs clientset.Interface, node strin
 
 // driverNodes returns the nodes the first driver runs on.
 func driverNodes(ctx context.Context, cs clientset.Interface) []string {
-	pods, err := firstDriver.pods(ctx, cs)
+	pods, err := draClient(cs).Pods(ctx, firstDriver)
 	framework.ExpectNoError(err)
 	var out []string
 	for _, p := range pods {

@@ -45,7 +45,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By("then it runs")
 		waitRunning(ctx, f, pod)
 
-		rep, err := firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+		rep, err := draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1}),
 			"exactly %d failing prepare calls, then one that succeeds, and nothing else", failures)
@@ -63,7 +63,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 
 		ginkgo.By("after the pod is deleted the claim is unprepared once and never prepared again")
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
-		rep, err = firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+		rep, err = draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
 			PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1,
@@ -121,7 +121,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			if p.Status.Phase == v1.PodRunning {
 				return "", gomega.StopTrying("the pod runs although its claim cannot be prepared")
 			}
-			failedAt, err = firstDriver.calls(ctx, cs, node, string(claim.UID))
+			failedAt, err = draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
 			return p.Status.Phase, err
 		}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.Equal(v1.PodFailed),
 			"a permanent NodePrepareResources error must fail the pod instead of retrying")
@@ -133,7 +133,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 
 		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
 		gomega.Consistently(ctx, func(ctx context.Context) (int, error) {
-			rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Summary.PrepareCalls, err
 		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
 			"a failed pod's claim must not be prepared again")
@@ -144,7 +144,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		cs := f.ClientSet
 		// Valid JSON, so the API server stores it; the driver's strict
 		// parser rejects the duration.
-		bad := []byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","prepare":[{"type":"Stall","duration":"5x"}]}`)
+		bad := faults([]faultspec.Fault{{Type: faultspec.Stall, Duration: "5x"}}, nil)
 		const field = `prepare[0].duration: invalid duration "5x"`
 		claim := createClaim(ctx, f, "badconfig", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, bad))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("badconfig", claim)))
@@ -166,7 +166,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			if p.Status.Phase == v1.PodRunning {
 				return gomega.StopTrying("the pod runs although its claim's configuration is invalid")
 			}
-			rep, err = firstDriver.calls(ctx, cs, node, string(claim.UID))
+			rep, err = draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
 			if err != nil {
 				return err
 			}
@@ -221,7 +221,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), draCallTimeout+prepareRetryMax+startSlack)
 		waitRunning(ctx, f, pod)
 
-		rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+		rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Calls).To(gomega.HaveLen(2))
 		first := rep.Calls[0]
@@ -237,7 +237,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
 		gomega.Consistently(ctx, func(ctx context.Context) (calls.Summary, error) {
-			rep, err := firstDriver.calls(ctx, cs, node, string(claim.UID))
+			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Summary, err
 		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
 			"a prepared claim of a running pod must not be prepared again")
@@ -269,7 +269,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			return events, err
 		}).WithTimeout(draCallTimeout + startSlack).WithPolling(poll).ShouldNot(gomega.BeEmpty())
 		gomega.Eventually(ctx, func(ctx context.Context) ([]calls.Call, error) {
-			rep, err := firstDriver.calls(ctx, cs, pod.Spec.NodeName, string(claim.UID))
+			rep, err := draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Calls, err
 		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(gomega.ContainElement(gomega.HaveField("Stalled", gomega.Not(gomega.BeEmpty()))),
 			"the driver recorded the stalled call the kubelet gave up on")

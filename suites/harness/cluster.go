@@ -9,84 +9,43 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	appsv1 "k8s.io/api/apps/v1"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/e2e-framework/klient/wait"
 )
 
 // WaitForDaemonSets waits until every DaemonSet in namespace has all its pods
-// scheduled, updated and Ready.
+// scheduled, updated and Ready (daemonSetReady), polling every second with
+// e2e-framework's wait.For.
 func WaitForDaemonSets(ctx context.Context, cs clientset.Interface, namespace string, timeout time.Duration) error {
 	check := daemonSetsReadyCheck(namespace)
 	var last string
-	err := PollUntil(ctx, timeout, func() (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		ok, why, err := check(ctx, cs)
 		if err != nil {
 			return false, err
 		}
 		last = why
 		return ok, nil
-	})
+	}, wait.WithContext(ctx), wait.WithTimeout(timeout), wait.WithInterval(time.Second), wait.WithImmediate())
 	if err != nil {
 		return fmt.Errorf("DaemonSets in %s not ready within %s (%s): %w", namespace, timeout, last, err)
 	}
 	return nil
 }
 
+// daemonSetReady reports whether the DaemonSet controller has seen ds's
+// current spec and every pod it wants is scheduled, updated and Ready.
+//
+// Not e2e-framework's conditions.DaemonSetReady: that one compares the
+// status counts only, so a DaemonSet the controller has not looked at yet
+// (right after its creation every count is 0) or that wants no pod counts
+// as ready, which would let a fixture set pass as ready before its pods
+// exist. Nor does it say why a DaemonSet is not ready, which a wait that
+// times out reports.
 func daemonSetReady(ds *appsv1.DaemonSet) bool {
 	s := ds.Status
 	return s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled > 0 &&
 		s.UpdatedNumberScheduled == s.DesiredNumberScheduled && s.NumberReady == s.DesiredNumberScheduled
-}
-
-// PollUntil polls done every second until it returns true, an error, or timeout
-// passes. For waits outside a spec (suite setup), where gomega's Eventually is
-// not available.
-func PollUntil(ctx context.Context, timeout time.Duration, done func() (bool, error)) error {
-	return pollUntil(ctx, time.Second, timeout, done)
-}
-
-func pollUntil(ctx context.Context, interval, timeout time.Duration, done func() (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for {
-		ok, err := done()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
-}
-
-// PodOnNode returns the pod of a DaemonSet-like set (selected by labelSelector)
-// that runs on node.
-func PodOnNode(ctx context.Context, cs clientset.Interface, namespace, labelSelector, node string) (*v1.Pod, error) {
-	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labelSelector, FieldSelector: "spec.nodeName=" + node,
-	})
-	if err != nil {
-		return nil, err
-	}
-	for i := range pods.Items {
-		if pods.Items[i].DeletionTimestamp == nil {
-			return &pods.Items[i], nil
-		}
-	}
-	return nil, fmt.Errorf("no pod %q in %s on node %s", labelSelector, namespace, node)
-}
-
-// ProxyGet reads an HTTP path of a pod through the API server's pod proxy, which
-// works on any cluster whose API server reaches pods, not only kind.
-func ProxyGet(ctx context.Context, cs clientset.Interface, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
-	return cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, port, path, query).DoRaw(ctx)
 }
 
 // OnFailure runs dump after the current spec if it failed, before the

@@ -26,9 +26,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
+	"sigs.k8s.io/e2e-framework/klient/wait"
 
+	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
@@ -63,13 +66,17 @@ type ReadyCheck func(ctx context.Context, cs clientset.Interface) (ready bool, w
 // or the runtime.
 const DefaultFixtureTimeout = 3 * time.Minute
 
-// removalTimeout bounds a set's namespace disappearing after its deletion.
+// removalTimeout bounds a set's objects (its namespace last) disappearing
+// after their deletion.
 const removalTimeout = 2 * time.Minute
 
-// objectApplier creates and deletes rendered objects (fixtures.Applier).
+// objectApplier creates and deletes rendered objects, and tells when they
+// are gone (fixtures.Applier: sigs.k8s.io/e2e-framework's decoder handlers
+// and wait conditions).
 type objectApplier interface {
 	Create(ctx context.Context, objects []*unstructured.Unstructured) error
 	Delete(ctx context.Context, objects []*unstructured.Unstructured) error
+	Deleted(objects []*unstructured.Unstructured) apimachinerywait.ConditionWithContextFunc
 }
 
 // setEnv is what the registry needs of the cluster.
@@ -297,16 +304,20 @@ func (r *registry) ready(ctx context.Context, env *setEnv, set FixtureSet) (bool
 	return true, "", nil
 }
 
+// waitReady polls the set's checks with e2e-framework's wait.For until they
+// pass. The checks are a condition of their own, not the library's, because
+// each says why a set is not ready, which the timeout reports (see
+// daemonSetReady for the DaemonSets).
 func (r *registry) waitReady(ctx context.Context, env *setEnv, set FixtureSet) error {
 	var last string
-	err := pollUntil(ctx, r.poll, set.Timeout, func() (bool, error) {
+	err := wait.For(func(ctx context.Context) (bool, error) {
 		ok, why, err := r.ready(ctx, env, set)
 		if err != nil {
 			why = err.Error()
 		}
 		last = why
 		return ok && err == nil, nil
-	})
+	}, wait.WithContext(ctx), wait.WithTimeout(set.Timeout), wait.WithInterval(r.poll), wait.WithImmediate())
 	if err != nil {
 		return fmt.Errorf("fixture set %s in %s not ready within %s (%s): %w", set.Name, set.Namespace, set.Timeout, last, err)
 	}
@@ -375,27 +386,37 @@ func (r *registry) removeDeployed(ctx context.Context, why string) error {
 	return errors.Join(errs...)
 }
 
-// remove deletes the set's objects and waits for its namespace to be gone.
-// A set that cannot be rendered (its values unknown) loses its namespace at
-// least.
+// remove deletes the set's objects and waits until they are gone (the
+// objects' e2e-framework condition, through wait.For). A set that cannot be
+// rendered (its values unknown) loses its namespace at least.
 func (r *registry) remove(ctx context.Context, env *setEnv, set FixtureSet) error {
 	objects, err := r.objects(ctx, env, set)
 	if err != nil {
 		r.logf("%v: deleting only namespace %s", err, set.Namespace)
-		err = env.cs.CoreV1().Namespaces().Delete(ctx, set.Namespace, metav1.DeleteOptions{})
-		if apierrors.IsNotFound(err) {
-			err = nil
-		}
-	} else {
-		err = env.applier.Delete(ctx, objects)
+		ns := &unstructured.Unstructured{}
+		ns.SetAPIVersion("v1")
+		ns.SetKind("Namespace")
+		ns.SetName(set.Namespace)
+		objects = []*unstructured.Unstructured{ns}
 	}
-	if err != nil {
+	if err := env.applier.Delete(ctx, objects); err != nil {
 		return err
 	}
-	return pollUntil(ctx, r.poll, removalTimeout, func() (bool, error) {
-		exists, err := namespaceExists(ctx, env.cs, set.Namespace)
-		return !exists && err == nil, nil
-	})
+	gone := env.applier.Deleted(objects)
+	var last error
+	err = wait.For(func(ctx context.Context) (bool, error) {
+		done, err := gone(ctx)
+		if err != nil {
+			// The API server may blink: poll again.
+			last = err
+			return false, nil
+		}
+		return done, nil
+	}, wait.WithContext(ctx), wait.WithTimeout(removalTimeout), wait.WithInterval(r.poll), wait.WithImmediate())
+	if err != nil {
+		return fmt.Errorf("objects of fixture set %s not gone within %s (last error: %v): %w", set.Name, removalTimeout, last, err)
+	}
+	return nil
 }
 
 func namespaceExists(ctx context.Context, cs clientset.Interface, name string) (bool, error) {
@@ -410,7 +431,7 @@ func namespaceExists(ctx context.Context, cs clientset.Interface, name string) (
 }
 
 // daemonSetsReadyCheck: every DaemonSet of the namespace has all its pods
-// scheduled, updated and Ready.
+// scheduled, updated and Ready (daemonSetReady).
 func daemonSetsReadyCheck(namespace string) ReadyCheck {
 	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
 		list, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
@@ -450,7 +471,7 @@ func probesPassCheck(namespace string) ReadyCheck {
 					continue
 				}
 				port := probePort(c, probe.HTTPGet.Port)
-				if _, err := ProxyGet(ctx, cs, pod, port, probe.HTTPGet.Path, nil); err != nil {
+				if _, err := podproxy.Get(ctx, cs, pod, port, probe.HTTPGet.Path, nil); err != nil {
 					return false, fmt.Sprintf("pod %s container %s: GET :%s%s: %v", pod.Name, c.Name, port, probe.HTTPGet.Path, err), nil
 				}
 			}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -86,6 +87,20 @@ func (c *fakeCluster) Delete(ctx context.Context, objects []*unstructured.Unstru
 		}
 	}
 	return nil
+}
+
+// Deleted is done when none of the objects is left.
+func (c *fakeCluster) Deleted(objects []*unstructured.Unstructured) apimachinerywait.ConditionWithContextFunc {
+	return func(context.Context) (bool, error) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for _, o := range objects {
+			if c.objects[key(o)] {
+				return false, nil
+			}
+		}
+		return true, nil
+	}
 }
 
 func (c *fakeCluster) counts() (int, int) {

@@ -8,11 +8,14 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
 // SuiteLabel is the label every spec of suite carries ("Suite:dra"): a run
-// picks suites with --ginkgo.label-filter 'Suite:dra || Suite:nri'.
-func SuiteLabel(suite string) string { return "Suite:" + suite }
+// picks suites with --ginkgo.label-filter 'Suite:dra || Suite:nri'. The
+// names and the label live in suites/suitenames, which the CLI shares.
+func SuiteLabel(suite string) string { return suitenames.Label(suite) }
 
 // Describe registers a top-level container of suite, as framework.Describe
 // does, with the suite's label; before each of its specs, require (if not

@@ -15,6 +15,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
@@ -25,7 +26,7 @@ var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featur
 
 	for _, event := range []string{"PostCreateContainer", "PostStartContainer", "StopContainer", "RemoveContainer", "RemovePodSandbox"} {
 		framework.It(fmt.Sprintf("a plugin error in %s does not fail the pod's lifecycle: the pod starts, and deletes completely from the runtime", event), func(ctx context.Context) {
-			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("async-"+event), annotations(B.Key(event), "error")))
+			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("async-"+event), B.Fault(event, faults.Fault{Mode: faults.Error})))
 			container := ""
 			if faults.IsContainerEvent(event) {
 				container = TestContainer
@@ -43,7 +44,7 @@ var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featur
 			framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podDeletion),
 				"the pod must be deleted although %s fails %s", B, event)
 			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-				s, err := RuntimeState(ctx, f.ClientSet, node, string(pod.UID))
+				s, err := plugins(f.ClientSet).RuntimeState(ctx, node, string(pod.UID))
 				if err != nil {
 					return "", err
 				}
@@ -52,7 +53,7 @@ var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featur
 				"the runtime must remove every sandbox and container of the deleted pod (the kubelet's garbage collection runs every %s)", containerGCPeriod)
 
 			fired := eventuallyRecorded(ctx, f, node, B, pod, event, record.Error, podDeletion)
-			ginkgo.By(fmt.Sprintf("%s failed %s %d time(s): %s", B, event, len(Only(fired, event)), want))
+			ginkgo.By(fmt.Sprintf("%s failed %s %d time(s): %s", B, event, len(nriclient.Only(fired, event)), want))
 
 			events, err := harness.PodEvents(ctx, f.ClientSet, pod)
 			framework.ExpectNoError(err)

@@ -14,6 +14,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
 
@@ -30,17 +32,17 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 	} {
 		framework.It(fmt.Sprintf("an error from %s in %s stops the chain: the plugins before it saw that attempt in index order, the plugins after it never see it", tc.failing, tc.event), func(ctx context.Context) {
 			name := strings.ToLower(fmt.Sprintf("chain-%s-%s", tc.event, tc.failing.Container))
-			pod, node := createVictim(ctx, f, VictimPod(name, annotations(tc.failing.Key(tc.event), "error;times=1")))
+			pod, node := createVictim(ctx, f, VictimPod(name, tc.failing.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: 1})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
 				"the pod must run once the fault has fired")
 
 			records := map[Instance][]record.Event{}
 			for _, inst := range Instances {
-				records[inst] = Only(eventsOf(ctx, f, node, inst, pod), tc.event)
+				records[inst] = nriclient.Only(eventsOf(ctx, f, node, inst, pod), tc.event)
 			}
 			failing := records[tc.failing]
-			gomega.Expect(Results(failing, tc.event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-				"%s must fail the first %s and pass the retry:\n%s", tc.failing, tc.event, FormatEvents(failing))
+			gomega.Expect(nriclient.Results(failing, tc.event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+				"%s must fail the first %s and pass the retry:\n%s", tc.failing, tc.event, nriclient.FormatEvents(failing))
 			failedID, passedID := attemptID(failing[0]), attemptID(failing[1])
 			gomega.Expect(failedID).NotTo(gomega.Equal(passedID), "the retry is a new attempt with a new ID")
 			ginkgo.By(fmt.Sprintf("%s failed attempt %.12s, the retry %.12s passed", tc.failing, failedID, passedID))
@@ -52,16 +54,16 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 				switch {
 				case inst.Index < tc.failing.Index:
 					gomega.Expect(got).NotTo(gomega.BeNil(),
-						"%s (before %s) must have seen the failed attempt %.12s:\n%s", inst, tc.failing, failedID, FormatEvents(records[inst]))
+						"%s (before %s) must have seen the failed attempt %.12s:\n%s", inst, tc.failing, failedID, nriclient.FormatEvents(records[inst]))
 					gomega.Expect(got.Result).To(gomega.Equal(record.OK), "%s passed it", inst)
 					seen = append(seen, *got)
 				case inst == tc.failing:
 					seen = append(seen, failing[0])
 				default:
 					gomega.Expect(got).To(gomega.BeNil(),
-						"%s (after %s) must not see the attempt %.12s that %s failed:\n%s", inst, tc.failing, failedID, tc.failing, FormatEvents(records[inst]))
+						"%s (after %s) must not see the attempt %.12s that %s failed:\n%s", inst, tc.failing, failedID, tc.failing, nriclient.FormatEvents(records[inst]))
 					gomega.Expect(findAttempt(records[inst], tc.event, passedID)).NotTo(gomega.BeNil(),
-						"%s must see the retry %.12s, so it was registered all along:\n%s", inst, passedID, FormatEvents(records[inst]))
+						"%s must see the retry %.12s, so it was registered all along:\n%s", inst, passedID, nriclient.FormatEvents(records[inst]))
 				}
 			}
 			for i := 1; i < len(seen); i++ {

@@ -2,7 +2,6 @@ package nri
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
@@ -57,7 +57,7 @@ func attemptID(e record.Event) string {
 
 // findAttempt returns the record of event with the given attempt ID, or nil.
 func findAttempt(events []record.Event, event, id string) *record.Event {
-	for _, e := range Only(events, event) {
+	for _, e := range nriclient.Only(events, event) {
 		if attemptID(e) == id {
 			return &e
 		}
@@ -68,7 +68,7 @@ func findAttempt(events []record.Event, event, id string) *record.Event {
 // eventsOf reads an instance's record of pod, failing the spec on error.
 func eventsOf(ctx context.Context, f *framework.Framework, node string, inst Instance, pod *v1.Pod) []record.Event {
 	ginkgo.GinkgoHelper()
-	events, err := Events(ctx, f.ClientSet, node, inst, string(pod.UID))
+	events, err := plugins(f.ClientSet).On(node, inst).Events(ctx, string(pod.UID))
 	framework.ExpectNoError(err)
 	return events
 }
@@ -79,9 +79,9 @@ func eventuallyRecorded(ctx context.Context, f *framework.Framework, node string
 	ginkgo.GinkgoHelper()
 	var got []record.Event
 	gomega.Eventually(ctx, func(ctx context.Context) ([]record.Result, error) {
-		events, err := Events(ctx, f.ClientSet, node, inst, string(pod.UID))
-		got = Only(events, event)
-		return Results(events, event), err
+		events, err := plugins(f.ClientSet).On(node, inst).Events(ctx, string(pod.UID))
+		got = nriclient.Only(events, event)
+		return nriclient.Results(events, event), err
 	}).WithTimeout(timeout).Should(gomega.ContainElement(want),
 		"%s must record %s of pod %s with result %s", inst, event, pod.Name, want)
 	return got
@@ -90,7 +90,7 @@ func eventuallyRecorded(ctx context.Context, f *framework.Framework, node string
 // runtimeStateOf reads the runtime's state of pod, failing the spec on error.
 func runtimeStateOf(ctx context.Context, f *framework.Framework, node string, pod *v1.Pod) *runtimestate.State {
 	ginkgo.GinkgoHelper()
-	s, err := RuntimeState(ctx, f.ClientSet, node, string(pod.UID))
+	s, err := plugins(f.ClientSet).RuntimeState(ctx, node, string(pod.UID))
 	framework.ExpectNoError(err)
 	return s
 }
@@ -133,16 +133,4 @@ func expectNoFailureEvents(ctx context.Context, f *framework.Framework, pod *v1.
 			}
 		}
 	}
-}
-
-// annotations builds a fault annotation map from key, value pairs.
-func annotations(kv ...string) map[string]string {
-	if len(kv)%2 != 0 {
-		panic(fmt.Sprintf("annotations: odd number of arguments %q", kv))
-	}
-	m := map[string]string{}
-	for i := 0; i < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return m
 }

@@ -23,6 +23,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -35,7 +37,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 	f := framework.NewDefaultFramework("nri-differ")
 
 	framework.It("a plugin error in StartContainer fails the CRI StartContainer request with the plugin's message, and the container starts on the kubelet's retry once the fault clears", func(ctx context.Context) {
-		pod := VictimPod("start-container-error", annotations(B.Key("StartContainer"), "error;times=1"))
+		pod := VictimPod("start-container-error", B.Fault("StartContainer", faults.Fault{Mode: faults.Error, Times: 1}))
 		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
 		pod, node := createVictim(ctx, f, pod)
 		rt := harness.Cluster()
@@ -60,9 +62,9 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 			ginkgo.By(fmt.Sprintf("the failed container's last state: %s, exit code %d: %s", t.Reason, t.ExitCode, t.Message))
 		}
 
-		starts = Only(eventsOf(ctx, f, node, B, pod), "StartContainer")
-		gomega.Expect(Results(starts, "StartContainer")).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-			"%s must fail the first StartContainer and pass the retry:\n%s", B, FormatEvents(starts))
+		starts = nriclient.Only(eventsOf(ctx, f, node, B, pod), "StartContainer")
+		gomega.Expect(nriclient.Results(starts, "StartContainer")).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+			"%s must fail the first StartContainer and pass the retry:\n%s", B, nriclient.FormatEvents(starts))
 		gomega.Expect(findAttempt(eventsOf(ctx, f, node, C, pod), "StartContainer", failedID)).To(gomega.BeNil(),
 			"the error stops the chain: %s must not see the failed StartContainer", C)
 		s := runtimeStateOf(ctx, f, node, pod)
@@ -77,7 +79,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 	})
 
 	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", func(ctx context.Context) {
-		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", annotations(B.Key("StopPodSandbox"), "error;times=1")))
+		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", B.Fault("StopPodSandbox", faults.Fault{Mode: faults.Error, Times: 1})))
 		rt := harness.Cluster()
 		want := B.ErrorText("StopPodSandbox", pod, "")
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))

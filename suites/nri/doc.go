@@ -13,10 +13,12 @@
 // its own pods, in Serial specs that wait for instance a to be registered
 // again), so a node never runs two plugins at one index.
 //
-// A spec puts fault annotations (nri.faultline.k8s.io/<instance>.<Event>) on
-// its own pod, reads what each instance recorded about that pod through the
-// pod proxy, and counts what the runtime holds for it, so specs run in
-// parallel, also with other suites' specs. Specs that make the runtime drop
+// A spec puts fault annotations (nri.faultline.k8s.io/<instance>.<Event>,
+// built from typed values by the plugin's client, drivers/fake/nri/client,
+// next to the plugin's parser) on its own pod, reads what each instance
+// recorded about that pod through the pod proxy (the same client), and
+// counts what the runtime holds for it, so specs run in parallel, also with
+// other suites' specs. Specs that make the runtime drop
 // an instance (stall, crash, disconnect) are Serial and wait for it to be
 // registered again.
 //
@@ -39,7 +41,8 @@
 //     (Feature:NRIDefaultValidator).
 //  8. failure_policy.go: containerd/nri#45, pending.
 //
-// common.go, plugins.go, pods.go and node.go are the specs' helpers. The
+// common.go, pods.go and node.go are the specs' helpers; plugins.go binds
+// the plugin's client to the suite's deployment and dumps it on failure. The
 // runtime's NRI timeouts the specs wait with are cluster facts
 // (harness.Cluster: the cluster's ConfigMap, else
 // --faultline.nri-request-timeout, else the default of clusters/facts).

@@ -21,6 +21,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
 
@@ -37,13 +39,13 @@ var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithF
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It("an error from a plugin that ignores its failures in "+event+" does not fail the request: the later plugins see the event and the pod starts at once", ginkgo.Pending, func(ctx context.Context) {
-			pod, node := createVictim(ctx, f, VictimPod("ignored-"+lower(event), annotations(ignoring.Key(event), "error")))
+			pod, node := createVictim(ctx, f, VictimPod("ignored-"+lower(event), ignoring.Fault(event, faults.Fault{Mode: faults.Error})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
 				"an ignored failure must not fail %s", event)
 			expectNoFailureEvents(ctx, f, pod)
 
-			failed := Only(eventsOf(ctx, f, node, ignoring, pod), event)
-			gomega.Expect(Results(failed, event)).To(gomega.Equal([]record.Result{record.Error}),
+			failed := nriclient.Only(eventsOf(ctx, f, node, ignoring, pod), event)
+			gomega.Expect(nriclient.Results(failed, event)).To(gomega.Equal([]record.Result{record.Error}),
 				"%s failed %s exactly once: the runtime did not retry it", ignoring, event)
 			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(failed[0]))
 			gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s after an ignored failure", C)
@@ -52,7 +54,7 @@ var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithF
 	}
 
 	framework.It("an error in an event the plugin did not choose to ignore still fails the request with the plugin's message", ginkgo.Pending, func(ctx context.Context) {
-		pod, _ := createVictim(ctx, f, VictimPod("not-ignored-start", annotations(ignoring.Key("StartContainer"), "error;times=1")))
+		pod, _ := createVictim(ctx, f, VictimPod("not-ignored-start", ignoring.Fault("StartContainer", faults.Fault{Mode: faults.Error, Times: 1})))
 		EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", ignoring.ErrorText("StartContainer", pod, TestContainer), retryTimeout(1))
 	})
 

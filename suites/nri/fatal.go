@@ -18,10 +18,11 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
@@ -54,19 +55,19 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), func(ctx context.Context) {
 			stall := stallFor()
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
-				annotations(B.Key(event), fmt.Sprintf("stall=%s;times=1", stall))))
+				B.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
 				"the runtime must give up on the stalled plugin after its request timeout and start the pod")
 			expectNoFailureEvents(ctx, f, pod)
 
-			stalled := Only(eventsOf(ctx, f, node, B, pod), event)
+			stalled := nriclient.Only(eventsOf(ctx, f, node, B, pod), event)
 			gomega.Expect(stalled).NotTo(gomega.BeEmpty(), "%s must have received %s", B, event)
 			first := stalled[0]
 			took := first.End.Sub(first.Start)
-			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), FormatEvents(stalled))
+			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
 			gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
 				"the runtime must drop a plugin that does not answer within its request timeout (%s); %s stalled %s without being dropped:\n%s",
-				harness.Cluster().NRIRequestTimeout, B, took, FormatEvents(stalled)))
+				harness.Cluster().NRIRequestTimeout, B, took, nriclient.FormatEvents(stalled)))
 			gomega.Expect(took).To(gomega.BeNumerically("<", stall), "the stall ended early, when the runtime dropped the plugin")
 			gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Cluster().NRIRequestTimeout-100*time.Millisecond),
 				"the runtime must not drop the plugin before its request timeout")
@@ -85,33 +86,33 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 	for _, tc := range []struct {
 		event string
 		inst  Instance
-		mode  string
+		mode  faults.Mode
 	}{
-		{"RunPodSandbox", A, "crash"},
-		{"CreateContainer", B, "crash"},
-		{"StartContainer", B, "disconnect"},
+		{"RunPodSandbox", A, faults.Crash},
+		{"CreateContainer", B, faults.Crash},
+		{"StartContainer", B, faults.Disconnect},
 	} {
 		what := "crashes"
-		if tc.mode == "disconnect" {
+		if tc.mode == faults.Disconnect {
 			what = "drops its connection"
 		}
 		framework.It(fmt.Sprintf("a plugin that %s mid-%s does not fail the pod: the pod starts, the plugin comes back and sees later events", what, tc.event), func(ctx context.Context) {
 			restarts := instanceRestarts(ctx, f, tc.inst)
-			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(tc.mode+"-"+tc.event),
-				annotations(tc.inst.Key(tc.event), tc.mode+";times=1")))
+			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(string(tc.mode)+"-"+tc.event),
+				tc.inst.Fault(tc.event, faults.Fault{Mode: tc.mode, Times: 1})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
 				"the runtime must carry on without the plugin and start the pod")
 			expectNoFailureEvents(ctx, f, pod)
 
 			var records []record.Event
 			gomega.Eventually(ctx, func(ctx context.Context) ([]record.Event, error) {
-				events, err := Events(ctx, f.ClientSet, node, tc.inst, string(pod.UID))
-				records = Only(events, tc.event)
+				events, err := plugins(f.ClientSet).On(node, tc.inst).Events(ctx, string(pod.UID))
+				records = nriclient.Only(events, tc.event)
 				return records, err
 			}).WithTimeout(restartTimeout()).ShouldNot(gomega.BeEmpty(),
 				"%s keeps its record across a crash; it must show %s", tc.inst, tc.event)
 			first := records[0]
-			gomega.Expect(first.Result).To(gomega.Equal(record.Result(tc.mode)), FormatEvents(records))
+			gomega.Expect(first.Result).To(gomega.Equal(record.Result(tc.mode)), nriclient.FormatEvents(records))
 			ginkgo.By(fmt.Sprintf("%s %s mid-%s: %s", tc.inst, tc.mode, tc.event, first.Message))
 
 			for _, inst := range Instances {
@@ -123,9 +124,9 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
 			}
 
-			expectReconnected(ctx, f, node, tc.inst, first, tc.mode == "crash")
-			if tc.mode == "crash" {
-				p, err := PluginPod(ctx, f.ClientSet, node)
+			expectReconnected(ctx, f, node, tc.inst, first, tc.mode == faults.Crash)
+			if tc.mode == faults.Crash {
+				p, err := plugins(f.ClientSet).Pod(ctx, node)
 				framework.ExpectNoError(err)
 				st := containerStatus(p, tc.inst.Container)
 				gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">", restarts[node]), "the kubelet restarted the crashed instance")
@@ -142,12 +143,12 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 // on every node.
 func instanceRestarts(ctx context.Context, f *framework.Framework, inst Instance) map[string]int32 {
 	ginkgo.GinkgoHelper()
-	pods, err := f.ClientSet.CoreV1().Pods(PluginNamespace).List(ctx, metav1.ListOptions{LabelSelector: pluginSelector})
+	pods, err := plugins(f.ClientSet).Pods(ctx)
 	framework.ExpectNoError(err)
 	out := map[string]int32{}
-	for i := range pods.Items {
-		if st := containerStatus(&pods.Items[i], inst.Container); st != nil {
-			out[pods.Items[i].Spec.NodeName] = st.RestartCount
+	for i := range pods {
+		if st := containerStatus(&pods[i], inst.Container); st != nil {
+			out[pods[i].Spec.NodeName] = st.RestartCount
 		}
 	}
 	return out
@@ -162,8 +163,8 @@ func expectReconnected(ctx context.Context, f *framework.Framework, node string,
 	if crashed {
 		timeout = restartTimeout()
 	}
-	framework.ExpectNoError(WaitInstancesReady(ctx, f.ClientSet, node, timeout, inst), "%s must come back", inst)
-	own, err := OwnEvents(ctx, f.ClientSet, node, inst)
+	framework.ExpectNoError(plugins(f.ClientSet).WaitReady(ctx, node, timeout, inst), "%s must come back", inst)
+	own, err := plugins(f.ClientSet).On(node, inst).OwnEvents(ctx)
 	framework.ExpectNoError(err)
 	var lost, synced *record.Event
 	for i := range own {
@@ -188,10 +189,10 @@ func expectReconnected(ctx context.Context, f *framework.Framework, node string,
 			mine = append(mine, e)
 		}
 	}
-	gomega.Expect(lost).NotTo(gomega.BeNil(), "%s must record the loss of its connection after the fault:\n%s", inst, FormatEvents(mine))
-	gomega.Expect(synced).NotTo(gomega.BeNil(), "%s must register with the runtime again:\n%s", inst, FormatEvents(mine))
+	gomega.Expect(lost).NotTo(gomega.BeNil(), "%s must record the loss of its connection after the fault:\n%s", inst, nriclient.FormatEvents(mine))
+	gomega.Expect(synced).NotTo(gomega.BeNil(), "%s must register with the runtime again:\n%s", inst, nriclient.FormatEvents(mine))
 	if crashed {
-		gomega.Expect(synced.Boot).To(gomega.BeNumerically(">", first.Boot), "a new process registered:\n%s", FormatEvents(mine))
+		gomega.Expect(synced.Boot).To(gomega.BeNumerically(">", first.Boot), "a new process registered:\n%s", nriclient.FormatEvents(mine))
 	}
 	ginkgo.By(fmt.Sprintf("%s registered again (%s)", inst, synced.Message))
 }

@@ -13,6 +13,7 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clientset "k8s.io/client-go/kubernetes"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -21,15 +22,10 @@ import (
 const TestContainer = "testpod"
 
 // VictimPod is harness.TestPod (restricted, prints a line and waits) with
-// the given fault annotations.
-func VictimPod(name string, annotations map[string]string) *v1.Pod {
+// the given (fault) annotations.
+func VictimPod(name string, annotations ...nriclient.Annotation) *v1.Pod {
 	pod := harness.TestPod(name, "faultline NRI victim "+name)
-	if len(annotations) > 0 {
-		pod.Annotations = map[string]string{}
-		for k, v := range annotations {
-			pod.Annotations[k] = v
-		}
-	}
+	pod.Annotations = nriclient.Annotations(annotations...)
 	return pod
 }
 

@@ -18,6 +18,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
 
@@ -30,7 +32,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 
 	framework.It("a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind", func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("run-sandbox-error",
-			annotations(B.Key("RunPodSandbox"), fmt.Sprintf("error;times=%d", failures))))
+			B.Fault("RunPodSandbox", faults.Fault{Mode: faults.Error, Times: failures})))
 		want := B.ErrorText("RunPodSandbox", pod, "")
 
 		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
@@ -39,9 +41,9 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
 			"once the fault has fired %d times, RunPodSandbox must succeed and the pod run", failures)
 
-		runs := Only(eventsOf(ctx, f, node, B, pod), "RunPodSandbox")
-		gomega.Expect(Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-			"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, FormatEvents(runs))
+		runs := nriclient.Only(eventsOf(ctx, f, node, B, pod), "RunPodSandbox")
+		gomega.Expect(nriclient.Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+			"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(runs))
 		var failed []string
 		for _, r := range runs[:failures] {
 			failed = append(failed, r.PodSandboxID)
@@ -53,7 +55,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 
 	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("create-container-error",
-			annotations(B.Key("CreateContainer"), fmt.Sprintf("error;times=%d;container=%s", failures, TestContainer))))
+			B.Fault("CreateContainer", faults.Fault{Mode: faults.Error, Times: failures, Container: TestContainer})))
 		want := B.ErrorText("CreateContainer", pod, TestContainer)
 
 		var waiting string
@@ -76,9 +78,9 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
 			"once the fault has fired %d times, CreateContainer must succeed and the pod run", failures)
 
-		creates := Only(eventsOf(ctx, f, node, B, pod), "CreateContainer")
-		gomega.Expect(Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-			"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, FormatEvents(creates))
+		creates := nriclient.Only(eventsOf(ctx, f, node, B, pod), "CreateContainer")
+		gomega.Expect(nriclient.Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+			"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(creates))
 		var failed []string
 		for _, c := range creates[:failures] {
 			failed = append(failed, c.ContainerID)
@@ -89,7 +91,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 	})
 
 	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", func(ctx context.Context) {
-		pod := VictimPod("update-container-error", annotations(B.Key("UpdateContainer"), "error;times=1"))
+		pod := VictimPod("update-container-error", B.Fault("UpdateContainer", faults.Fault{Mode: faults.Error, Times: 1}))
 		pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
@@ -126,11 +128,11 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		}).WithTimeout(retryTimeout(1)).Should(gomega.Equal("cpu limit 200m"),
 			"once the fault has fired, UpdateContainer must succeed and the resize complete")
 
-		updates := Only(eventsOf(ctx, f, node, B, pod), "UpdateContainer")
-		results := Results(updates, "UpdateContainer")
-		gomega.Expect(results).To(gomega.HaveLen(2), "one failed and one passed UpdateContainer:\n%s", FormatEvents(updates))
+		updates := nriclient.Only(eventsOf(ctx, f, node, B, pod), "UpdateContainer")
+		results := nriclient.Results(updates, "UpdateContainer")
+		gomega.Expect(results).To(gomega.HaveLen(2), "one failed and one passed UpdateContainer:\n%s", nriclient.FormatEvents(updates))
 		gomega.Expect(results).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-			"%s must have failed UpdateContainer once, then let it pass:\n%s", B, FormatEvents(updates))
+			"%s must have failed UpdateContainer once, then let it pass:\n%s", B, nriclient.FormatEvents(updates))
 
 		after := runtimeStateOf(ctx, f, node, pod)
 		gomega.Expect(containerIDs(after)).To(gomega.Equal(containerIDs(before)),

@@ -17,6 +17,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
+	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
@@ -31,8 +32,8 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 
 	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", func(ctx context.Context) {
 		const missing = "faultline-absent"
-		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", annotations(
-			requiredPluginsAnnotation+"/container."+TestContainer, fmt.Sprintf("[%q]", missing))))
+		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", nriclient.Annotation{
+			Key: requiredPluginsAnnotation + "/container." + TestContainer, Value: fmt.Sprintf("[%q]", missing)}))
 		rt := harness.Cluster().RuntimeDescription()
 
 		var state string
@@ -53,7 +54,7 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 						"the NRI default validator is disabled or not supported (containerd needs NRI >= v0.10, containerd >= 2.2, "+
 						"and [plugins.'io.containerd.nri.v1.nri'.default_validator] enable = true)", rt, missing))
 			default:
-				state = containerState(st.State)
+				state = nriclient.ContainerState(st.State)
 			}
 			return state, nil
 		}).WithTimeout(retryTimeout(1)).Should(gomega.And(gomega.HavePrefix("CreateContainerError: "), gomega.ContainSubstring(missing)),
@@ -66,10 +67,10 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 		// rejected the container after the chain, and the runtime held on
 		// to nothing of it.
 		for _, inst := range Instances {
-			creates := Only(eventsOf(ctx, f, node, inst, pod), "CreateContainer")
+			creates := nriclient.Only(eventsOf(ctx, f, node, inst, pod), "CreateContainer")
 			gomega.Expect(creates).NotTo(gomega.BeEmpty(), "%s must have seen CreateContainer", inst)
 			for _, c := range creates {
-				gomega.Expect(c.Result).To(gomega.Equal(record.OK), FormatEvents(creates))
+				gomega.Expect(c.Result).To(gomega.Equal(record.OK), nriclient.FormatEvents(creates))
 			}
 		}
 		s := runtimeStateOf(ctx, f, node, pod)
@@ -78,8 +79,8 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 	})
 
 	framework.It("a container whose required plugins are all registered is created and runs", func(ctx context.Context) {
-		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", annotations(
-			requiredPluginsAnnotation+"/pod", fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name))))
+		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", nriclient.Annotation{
+			Key: requiredPluginsAnnotation + "/pod", Value: fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name)}))
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
 			"with %s, %s and %s registered, the validator must let the container be created", A, B, C)
 		expectNoFailureEvents(ctx, f, pod)

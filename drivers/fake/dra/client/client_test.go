@@ -1,0 +1,126 @@
+package client_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+)
+
+// What the client hands a driver in a claim's configuration, the driver's
+// parser must read back as the same FaultSpec.
+func TestFaultSpecRoundTrip(t *testing.T) {
+	for _, spec := range []faultspec.FaultSpec{
+		client.Faults([]faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}}, nil),
+		client.Faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil),
+		client.Faults([]faultspec.Fault{{Type: faultspec.Permanent, Reason: faultspec.DeviceFailed, TaintEffect: faultspec.TaintNoSchedule, Devices: []string{"dev-1"}}}, nil),
+		client.Faults([]faultspec.Fault{{Type: faultspec.Stall, Duration: "1m30s", Count: ptr.To(1)}}, nil),
+		client.Faults(nil, []faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(3), Message: "faultline: transient unprepare failure"}}),
+	} {
+		cfg, err := client.Second.Config(spec, "a", "b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Opaque == nil || cfg.Opaque.Driver != client.Second.Name || !reflect.DeepEqual(cfg.Requests, []string{"a", "b"}) {
+			t.Errorf("config %+v", cfg)
+			continue
+		}
+		parsed, err := faultspec.Parse(cfg.Opaque.Parameters.Raw)
+		if err != nil {
+			t.Errorf("the driver rejects what the client built: %v\n%s", err, cfg.Opaque.Parameters.Raw)
+			continue
+		}
+		if !reflect.DeepEqual(*parsed, spec) {
+			t.Errorf("round trip: got %+v, want %+v", *parsed, spec)
+		}
+	}
+}
+
+// An invalid FaultSpec is written as given (a spec checks that the driver
+// names the bad field), in the exact JSON the suite wrote by hand before.
+func TestInvalidFaultSpecIsWrittenAsGiven(t *testing.T) {
+	raw, err := client.Parameters(client.Faults([]faultspec.Fault{{Type: faultspec.Stall, Duration: "5x"}}, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","prepare":[{"type":"Stall","duration":"5x"}]}`; string(raw) != want {
+		t.Errorf("got %s, want %s", raw, want)
+	}
+	if _, err := faultspec.Parse(raw); err == nil || !strings.Contains(err.Error(), `prepare[0].duration: invalid duration "5x"`) {
+		t.Errorf("the driver must reject it naming the field: %v", err)
+	}
+}
+
+func TestControlsThroughThePodProxy(t *testing.T) {
+	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "dra", Name: "driver-x"}, Spec: v1.PodSpec{NodeName: "node-1"}}
+	reply := func(w http.ResponseWriter, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	var failQuery string
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/namespaces/dra/pods", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("labelSelector") != client.First.Selector {
+			reply(w, v1.PodList{})
+			return
+		}
+		reply(w, v1.PodList{Items: []v1.Pod{pod}})
+	})
+	mux.HandleFunc("GET /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/calls", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, calls.Report{ClaimUID: r.URL.Query().Get("claimUID"), Summary: calls.Summary{PrepareCalls: 1}})
+	})
+	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/devices/fail", func(w http.ResponseWriter, r *http.Request) {
+		failQuery = r.URL.RawQuery
+		reply(w, driver.FailResponse{Device: driver.DeviceState{Device: r.URL.Query().Get("device")}})
+	})
+	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/devices/repair", func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "unknown device", http.StatusBadRequest)
+	})
+	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/reset", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, driver.RepairResponse{Repaired: []string{"dev-1"}})
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	drivers := client.New(cs, "dra")
+	node := drivers.On("node-1", client.First)
+
+	rep, err := node.Calls(ctx, "uid-1")
+	if err != nil || rep.ClaimUID != "uid-1" || rep.Summary.PrepareCalls != 1 {
+		t.Errorf("calls: %+v, %v", rep, err)
+	}
+	dev, err := node.FailDevice(ctx, "dev-3", faultspec.TaintNoExecute, "broken")
+	if err != nil || dev.Device != "dev-3" {
+		t.Errorf("fail: %+v, %v", dev, err)
+	}
+	if failQuery != "device=dev-3&effect=NoExecute&message=broken" {
+		t.Errorf("POST /devices/fail query %q", failQuery)
+	}
+	if _, err := node.RepairDevice(ctx, "dev-9"); err == nil || !strings.Contains(err.Error(), "unknown device") {
+		t.Errorf("a refused repair must say why: %v", err)
+	}
+	if repaired, err := node.Reset(ctx); err != nil || !reflect.DeepEqual(repaired, []string{"dev-1"}) {
+		t.Errorf("reset: %v, %v", repaired, err)
+	}
+	if pods, err := drivers.Pods(ctx, client.First); err != nil || len(pods) != 1 {
+		t.Errorf("pods: %v, %v", pods, err)
+	}
+}
