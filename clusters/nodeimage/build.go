@@ -3,6 +3,7 @@ package nodeimage
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -127,10 +128,26 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 		}
 		keys["runtime"], keys["files/"+rt.Name] = rt.Name, runtimeKey
 	}
+	// What the runtime's entry says of its node (units, left-out files,
+	// commands, packages, image loading) joins the key: editing the entry
+	// rebuilds the node image (only its assembly: the binaries are keyed apart).
+	keys["runtime-entry"] = nodeEntryKey(rt)
 	nodeKey := hashKey(keys)
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
 		Output: fmt.Sprintf("faultline/node-%s:%s-%s", rt.Name, b.Pins.Kubernetes(), nodeKey)}))
 	return plan, nil
+}
+
+// nodeEntryKey hashes the parts of a runtime's entry (clusters/runtimes) the
+// node image is made from.
+func nodeEntryKey(rt runtimes.Runtime) string {
+	raw, _ := json.Marshal(struct {
+		Name, CRISocket, NodeFilesDir string
+		Images                        runtimes.ImageLoad
+		NodePackages, NodeLeavesOut   []string
+		NodeUnits, NodeCommands       []string
+	}{rt.Name, rt.CRISocket, rt.NodeFilesDir, rt.Images, rt.NodePackages, rt.NodeLeavesOut, rt.NodeUnits, rt.NodeCommands})
+	return hashKey(map[string]string{"entry": string(raw)})
 }
 
 // localCommand is one of faultline's own commands (cmd/<name>) a node can carry.

@@ -355,3 +355,26 @@ func TestEveryRuntimeHasARecipe(t *testing.T) {
 		}
 	}
 }
+
+// Editing what a runtime's entry says of its node must give a new node
+// image key, or a stale cached image would be used.
+func TestNodeEntryKeyFollowsTheEntry(t *testing.T) {
+	rt, err := runtimes.Lookup("crio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := nodeEntryKey(rt)
+	for name, edit := range map[string]func(*runtimes.Runtime){
+		"units":    func(r *runtimes.Runtime) { r.NodeUnits = append([]string{"extra.service"}, r.NodeUnits...) },
+		"leaves":   func(r *runtimes.Runtime) { r.NodeLeavesOut = nil },
+		"commands": func(r *runtimes.Runtime) { r.NodeCommands = nil },
+		"images":   func(r *runtimes.Runtime) { r.Images = runtimes.ImagesThroughKind },
+		"socket":   func(r *runtimes.Runtime) { r.CRISocket = "unix:///run/other.sock" },
+	} {
+		changed := rt
+		edit(&changed)
+		if nodeEntryKey(changed) == base {
+			t.Errorf("editing the entry's %s leaves the node key unchanged", name)
+		}
+	}
+}

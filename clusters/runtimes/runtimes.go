@@ -53,8 +53,8 @@ type Runtime struct {
 	Images ImageLoad
 
 	// The node image (clusters/nodeimage). Its Go build recipe lives there, by
-	// Name; the fields below must not change for a runtime whose node images
-	// are cached, as they are part of its node image's key.
+	// Name. The fields below are part of the node image's key: editing one
+	// rebuilds the node image's assembly.
 
 	// NodePackages are the Debian packages its node needs beyond every
 	// node's base (in this order: the base image's key lists them).
