@@ -27,6 +27,9 @@ const (
 	ginkgoGrace = 10 * time.Second
 )
 
+// errKept is what a cleanup step returns for what --keep keeps.
+var errKept = errors.New("kept (--keep)")
+
 // ErrSpecsFailed says the suites ran and some spec failed.
 var ErrSpecsFailed = errors.New("specs failed")
 
@@ -90,7 +93,7 @@ func (r *run) do(ctx context.Context) error {
 			r.onCleanup("", "stop engine", func(ctx context.Context) error {
 				if o.Keep {
 					eng.Keep()
-					return nil
+					return errKept
 				}
 				return eng.Stop(ctx)
 			})
@@ -194,7 +197,7 @@ func (r *run) onKind(ctx context.Context, rt runtimes.Runtime, nodeImage, fakesI
 		r.onCleanup(rt.Name, "delete cluster", func(cctx context.Context) error {
 			if o.Keep {
 				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (--keep); kubeconfig: %s\n", rt.Name, name, kubeconfig)
-				return nil
+				return errKept
 			}
 			return r.b.DeleteCluster(cctx, name)
 		})

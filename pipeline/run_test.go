@@ -285,6 +285,9 @@ func TestKeepReusesAMatchingClusterAndKeepsEverything(t *testing.T) {
 	}
 	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
 		"reuse faultline", "load faultline", "suites containerd", "keep engine")
+	if out := o.Out.(*bytes.Buffer).String(); !strings.Contains(out, "kept (--keep)") {
+		t.Errorf("the stage table does not say what was kept:\n%s", out)
+	}
 }
 
 func TestKeepRefusesAClusterWhoseFactsDiffer(t *testing.T) {

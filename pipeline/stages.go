@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -50,7 +51,7 @@ func (s *Stages) Run(runtime, name string, do func() error) error {
 	s.mu.Lock()
 	s.stages = append(s.stages, st)
 	s.mu.Unlock()
-	if err != nil {
+	if err != nil && !errors.Is(err, errKept) {
 		s.say(runtime, "%s: %s", name, st.Result)
 	}
 	return err
@@ -68,6 +69,8 @@ func Result(err error) string {
 	switch {
 	case err == nil:
 		return "ok"
+	case errors.Is(err, errKept):
+		return err.Error()
 	case isInterrupt(err):
 		return "interrupted"
 	default:
