@@ -31,3 +31,24 @@ test-interrupt:
 
 clean:
 	rm -rf _output _artifacts
+
+# Fuzz every parser of outside input for FUZZTIME each, one after the other
+# (the seed corpora, and crashers kept in testdata/fuzz, run in `make test`).
+FUZZTIME ?= 30s
+FUZZ_TARGETS = \
+	./drivers/fake/dra/faultspec:FuzzParse \
+	./drivers/fake/dra/driver:FuzzFailQuery \
+	./drivers/fake/nri/faults:FuzzParse \
+	./drivers/fake/nri/faults:FuzzFor \
+	./drivers/fake/nri/record:FuzzReload \
+	./drivers/fake/ociruntime:FuzzSpecFromAnnotations \
+	./drivers/fake/ociruntime:FuzzParseArgs \
+	./drivers/fake/ociruntime:FuzzParseLog \
+	./drivers/fake/query:FuzzParse
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "== $$fn in $$pkg for $(FUZZTIME)"; \
+		go test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 )
 
@@ -41,61 +40,6 @@ const (
 var containerTypeAnnotations = []string{
 	"io.kubernetes.cri.container-type",  // containerd
 	"io.kubernetes.cri-o.ContainerType", // CRI-O
-}
-
-// Invocation is what the wrapper understood of its command line.
-type Invocation struct {
-	Command string // create, start, kill, delete, state, ...
-	ID      string // the container ID, "" for commands without one
-	Bundle  string // create only; "" means the working directory
-}
-
-// Global runc flags that take a value; the subcommand is the first word that
-// is neither a flag nor such a value.
-var globalValueFlags = map[string]bool{"--root": true, "--log": true, "--log-format": true, "--criu": true, "--rootless": true}
-
-// Subcommand flags that take a value (create, run, exec, kill, delete).
-var commandValueFlags = map[string]bool{
-	"--bundle": true, "-b": true, "--console-socket": true, "--pid-file": true,
-	"--preserve-fds": true, "--process": true, "-p": true, "--cwd": true, "--env": true, "-e": true,
-}
-
-// ParseArgs reads runc's command line (without the program name).
-func ParseArgs(args []string) Invocation {
-	var inv Invocation
-	i := 0
-	for ; i < len(args); i++ {
-		arg := args[i]
-		if strings.HasPrefix(arg, "-") {
-			if globalValueFlags[arg] {
-				i++
-			}
-			continue
-		}
-		inv.Command = arg
-		i++
-		break
-	}
-	for ; i < len(args); i++ {
-		arg := args[i]
-		switch {
-		case arg == "--bundle" || arg == "-b":
-			if i+1 < len(args) {
-				inv.Bundle = args[i+1]
-			}
-			i++
-		case strings.HasPrefix(arg, "--bundle="):
-			inv.Bundle = strings.TrimPrefix(arg, "--bundle=")
-		case commandValueFlags[arg]:
-			i++
-		case strings.HasPrefix(arg, "-"):
-		default:
-			if inv.ID == "" {
-				inv.ID = arg
-			}
-		}
-	}
-	return inv
 }
 
 // Spec is what the wrapper reads of a bundle's config.json.
@@ -146,65 +90,8 @@ func SpecFromAnnotations(annotations map[string]string) (Spec, error) {
 	}
 	delay, err := time.ParseDuration(value)
 	if err != nil || delay < 0 || delay > MaxDelay {
-		return spec, fmt.Errorf("annotation %s=%q: want a Go duration between 0 and %s (e.g. 8s)", key, value, MaxDelay)
+		return spec, fmt.Errorf("annotation %s=%s: want a Go duration between 0 and %s (e.g. 8s)", key, quote(value), MaxDelay)
 	}
 	spec.Delay = delay
 	return spec, nil
-}
-
-// Record is one line of the wrapper's log.
-type Record struct {
-	Time    time.Time `json:"time"`
-	Command string    `json:"command"`
-	// Phase: "begin" when the wrapper starts, "exec" when it hands over to the
-	// real runtime after the delay, "error" when it refused the request.
-	Phase   string `json:"phase"`
-	ID      string `json:"id"`
-	Kind    string `json:"kind,omitempty"`
-	Request string `json:"request,omitempty"`
-	Delay   string `json:"delay,omitempty"`
-	Error   string `json:"error,omitempty"`
-}
-
-// Recorded reports whether a command is worth a record: the ones that make or
-// end an object, not the runtime's frequent state queries.
-func Recorded(command string) bool {
-	switch command {
-	case "create", "run", "start", "kill", "delete":
-		return true
-	}
-	return false
-}
-
-// Append writes one record to the log file, creating its directory. Lines are
-// short and written with O_APPEND in one call, so concurrent wrappers do not
-// interleave.
-func Append(path string, r Record) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	line, err := json.Marshal(r)
-	if err != nil {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	_, err = f.Write(append(line, '\n'))
-	return err
-}
-
-// ParseLog reads the records of a log, skipping lines it cannot read (a line
-// cut short by a node crash).
-func ParseLog(data []byte) []Record {
-	var out []Record
-	for _, line := range strings.Split(string(data), "\n") {
-		var r Record
-		if line != "" && json.Unmarshal([]byte(line), &r) == nil {
-			out = append(out, r)
-		}
-	}
-	return out
 }

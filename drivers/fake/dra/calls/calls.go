@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // Method is the DRA gRPC method, without the "Node...Resources" noise.
@@ -64,8 +66,8 @@ type Call struct {
 	Error string `json:"error,omitempty"`
 	// Stalled is how long the call was stalled by a Stall fault.
 	Stalled string `json:"stalled,omitempty"`
-	// Warnings explain faults that could not apply, e.g. a fault naming a
-	// device that was not allocated to the claim.
+	// Warnings explain faults that could not apply: an invalid FaultSpec
+	// (which fails prepare, and which unprepare ignores).
 	Warnings []string `json:"warnings,omitempty"`
 }
 
@@ -156,7 +158,8 @@ func (r *Recorder) Report(claimUID string) Report {
 	return rep
 }
 
-// Handler serves GET /calls[?claimUID=<uid>] as JSON. It is meant to be
+// Handler serves GET /calls[?claimUID=<uid>] as JSON; any other parameter
+// is a 400. It is meant to be
 // reached through the API server's pod proxy, so it needs no auth of its own.
 func (r *Recorder) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -164,9 +167,13 @@ func (r *Recorder) Handler() http.Handler {
 			http.Error(w, "only GET is supported", http.StatusMethodNotAllowed)
 			return
 		}
+		q, ok := query.Request(w, req, "claimUID")
+		if !ok {
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(r.Report(req.URL.Query().Get("claimUID")))
+		_ = enc.Encode(r.Report(q.Get("claimUID")))
 	})
 }

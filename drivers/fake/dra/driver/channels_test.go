@@ -136,10 +136,10 @@ func TestUnprepareFaults(t *testing.T) {
 	}
 }
 
-func TestUnprepareStallAndPermanent(t *testing.T) {
+func TestUnprepareStallAndTransient(t *testing.T) {
 	c := newClaim("stuck", []alloc{{"a", "dev-0"}, {"b", "dev-1"}}, faultConfig(unprepareFaultsSpec(
-		`{"type":"Stall","duration":"1h","count":1,"devices":["dev-0"]}`,
-		`{"type":"Permanent","reason":"DeviceFailed","taintEffect":"NoSchedule","devices":["dev-1"]}`)))
+		`{"type":"Stall","duration":"5m","count":1,"devices":["dev-0"]}`,
+		`{"type":"Transient","count":2,"devices":["dev-1"]}`)))
 	h := newHarness(t, c)
 	h.prepare(c)
 
@@ -156,18 +156,34 @@ func TestUnprepareStallAndPermanent(t *testing.T) {
 		}
 		return "not yet"
 	})
-	mustContain(t, h.lastCall(c.UID).Error, "[permanent/DeviceFailed]: 2 of 2 devices failed",
-		"device=dev-0 request=a: transient/stalled", "device=dev-1 request=b: permanent/DeviceFailed")
+	mustContain(t, h.lastCall(c.UID).Error, "[transient]: 2 of 2 devices failed",
+		"device=dev-0 request=a: transient/stalled", "device=dev-1 request=b: transient (failing attempt 1 of 2)")
 
-	e := h.unprepare(c) // attempt 2: no stall, still permanent
-	mustContain(t, e, "unprepare of claim ns/stuck (uid uid-stuck) failed on attempt 2 [permanent/DeviceFailed]: 1 of 2 devices failed")
-	h.eventually("NoSchedule taint on dev-1", func() string {
-		taints, _ := h.deviceTaints("dev-1")
-		if len(taints) != 1 || taints[0].Effect != "NoSchedule" {
-			return fmt.Sprint(taints)
-		}
-		return ""
-	})
+	e := h.unprepare(c) // attempt 2: no stall, still transient
+	mustContain(t, e, "unprepare of claim ns/stuck (uid uid-stuck) failed on attempt 2 [transient]: 1 of 2 devices failed")
+	if e := h.unprepare(c); e != "" {
+		t.Errorf("attempt 3 must succeed: %q", e)
+	}
+}
+
+// Faults that would keep unprepare failing for ever make the FaultSpec
+// invalid: prepare fails BadConfiguration naming them, unprepare succeeds.
+func TestEndlessUnprepareFaultsRejected(t *testing.T) {
+	for _, tc := range []struct{ fault, want string }{
+		{`{"type":"Permanent","reason":"DeviceFailed"}`, `unprepare[0].type: Permanent is not allowed for unprepare`},
+		{`{"type":"Unclassified"}`, `unprepare[0].count: required for Unclassified on unprepare`},
+		{`{"type":"Stall","duration":"1m"}`, `unprepare[0].count: required for Stall on unprepare`},
+		{`{"type":"Stall","duration":"1h","count":1}`, `unprepare[0].duration: "1h" is longer than the cap of 5m0s`},
+	} {
+		t.Run(tc.fault, func(t *testing.T) {
+			c := newClaim("endless", []alloc{{"gpu", "dev-0"}}, faultConfig(unprepareFaultsSpec(tc.fault)))
+			h := newHarness(t, c)
+			mustContain(t, h.prepare(c).Error, "[permanent/BadConfiguration]", tc.want)
+			if e := h.unprepare(c); e != "" {
+				t.Errorf("unprepare: %q", e)
+			}
+		})
+	}
 }
 
 // The health stream, the ResourceSlice taint, GET /devices and the repair

@@ -15,6 +15,9 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
 )
 
+// maxConditionMessage is the API's limit of a condition message.
+const maxConditionMessage = 32768
+
 // ConditionReady is the per-device condition the driver maintains in
 // ResourceClaim status.devices[].conditions.
 const ConditionReady = "Ready"
@@ -62,7 +65,7 @@ func (d *Driver) writeClaimStatus(ctx context.Context, claim *resourceapi.Resour
 			c := conds[key]
 			c.Status = metav1.ConditionFalse
 			if r, ok := reasons[key]; ok {
-				c.Reason, c.Message = r, strings.Join(msgs[key], "; ")
+				c.Reason, c.Message = r, protoString(strings.Join(msgs[key], "; "), maxConditionMessage)
 			} else {
 				c.Reason, c.Message = ReasonOtherDeviceFailed, "device is fine, another device of the claim failed"
 			}

@@ -31,6 +31,39 @@ var ErrInvalidEffect = errors.New("invalid taint effect")
 // 32768; the message also goes into error strings.
 const maxFailMessage = 512
 
+// checkDevice is nil when a node with count devices publishes device.
+func checkDevice(device string, count int) error {
+	for i := range count {
+		if DeviceName(i) == device {
+			return nil
+		}
+	}
+	if device == "" {
+		return fmt.Errorf("%w: no device given, want device=dev-N, N in 0..%d", ErrUnknownDevice, count-1)
+	}
+	return fmt.Errorf("%w %s: this node publishes dev-0 .. dev-%d", ErrUnknownDevice, quoteCut(device, 64), count-1)
+}
+
+// checkEffect applies the default effect (NoExecute) and rejects unknown ones.
+func checkEffect(effect faultspec.TaintEffect) (faultspec.TaintEffect, error) {
+	switch effect {
+	case "":
+		return faultspec.TaintNoExecute, nil
+	case faultspec.TaintNoExecute, faultspec.TaintNoSchedule, faultspec.TaintNone:
+		return effect, nil
+	}
+	return "", fmt.Errorf("%w %s: want NoExecute, NoSchedule or None", ErrInvalidEffect, quoteCut(string(effect), 64))
+}
+
+// failMessage is the message of a run-time failure: valid UTF-8 within
+// maxFailMessage, or the default.
+func failMessage(message string) string {
+	if message == "" {
+		return "device failed (injected through POST /devices/fail)"
+	}
+	return truncate(message, maxFailMessage)
+}
+
 // ClaimRef names a claim the device was prepared for.
 type ClaimRef struct {
 	Namespace string `json:"namespace"`
@@ -57,20 +90,14 @@ func (c ClaimRef) String() string { return fmt.Sprintf("%s/%s (uid %s)", c.Names
 //
 // It returns the claims the device was prepared for.
 func (d *Driver) FailDevice(ctx context.Context, device string, effect faultspec.TaintEffect, message string) ([]ClaimRef, error) {
-	if !d.devices.has(device) {
-		return nil, fmt.Errorf("%w %q: this node publishes dev-0 .. dev-%d", ErrUnknownDevice, device, d.devices.count-1)
+	if err := checkDevice(device, d.devices.count); err != nil {
+		return nil, err
 	}
-	switch effect {
-	case "":
-		effect = faultspec.TaintNoExecute
-	case faultspec.TaintNoExecute, faultspec.TaintNoSchedule, faultspec.TaintNone:
-	default:
-		return nil, fmt.Errorf("%w %q: want NoExecute, NoSchedule or None", ErrInvalidEffect, effect)
+	effect, err := checkEffect(effect)
+	if err != nil {
+		return nil, err
 	}
-	if message == "" {
-		message = "device failed (injected through POST /devices/fail)"
-	}
-	message = truncate(message, maxFailMessage)
+	message = failMessage(message)
 
 	holders := d.preparedFor(device)
 	f := failure{Trigger: TriggerHTTP, Effect: effect, Message: message, Since: time.Now()}
@@ -105,8 +132,8 @@ func (d *Driver) FailDevice(ctx context.Context, device string, effect faultspec
 // still prepared for back to True. repaired is false when the device was
 // not failed.
 func (d *Driver) RepairDevice(ctx context.Context, device string) (repaired bool, err error) {
-	if !d.devices.has(device) {
-		return false, fmt.Errorf("%w %q: this node publishes dev-0 .. dev-%d", ErrUnknownDevice, device, d.devices.count-1)
+	if err := checkDevice(device, d.devices.count); err != nil {
+		return false, err
 	}
 	names, err := d.devices.clear(ctx, func(name string, _ failure) bool { return name == device })
 	if len(names) == 0 {

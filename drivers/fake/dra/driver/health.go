@@ -59,11 +59,3 @@ func (d *Driver) healthResponse(failed map[string]failure) *drahealthv1alpha1.No
 	}
 	return resp
 }
-
-// truncate keeps messages within the kubelet's limit the way it would.
-func truncate(s string, limit int) string {
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit-3] + "..."
-}

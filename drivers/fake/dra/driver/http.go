@@ -8,6 +8,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // DeviceState is one entry of GET /devices.
@@ -38,6 +39,9 @@ func (d *Driver) DevicesHandler() http.Handler {
 			http.Error(w, "only GET is supported", http.StatusMethodNotAllowed)
 			return
 		}
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
 		out := make([]DeviceState, 0, d.devices.count)
 		for i := 0; i < d.devices.count; i++ {
 			out = append(out, d.deviceState(DeviceName(i)))
@@ -54,45 +58,79 @@ func (d *Driver) deviceState(name string) DeviceState {
 	return st
 }
 
+// FailRequest is what POST /devices/fail asks for.
+type FailRequest struct {
+	Device  string
+	Effect  faultspec.TaintEffect // NoExecute when the query has none
+	Message string                // valid UTF-8, at most maxFailMessage bytes; a default when the query has none
+}
+
+// ParseFailQuery reads the query of POST /devices/fail on a node that
+// publishes devices devices: device (required), effect and message, nothing
+// else. Errors are a *query.Error, ErrUnknownDevice or ErrInvalidEffect.
+func ParseFailQuery(raw string, devices int) (FailRequest, error) {
+	q, err := query.Parse(raw, "device", "effect", "message")
+	if err != nil {
+		return FailRequest{}, err
+	}
+	r := FailRequest{Device: q.Get("device")}
+	if err := checkDevice(r.Device, devices); err != nil {
+		return FailRequest{}, err
+	}
+	if r.Effect, err = checkEffect(faultspec.TaintEffect(q.Get("effect"))); err != nil {
+		return FailRequest{}, err
+	}
+	r.Message = failMessage(q.Get("message"))
+	return r, nil
+}
+
 // FailHandler serves POST /devices/fail?device=dev-N[&effect=NoExecute|NoSchedule|None][&message=...]:
-// the device breaks now (see FailDevice). 400 for an unknown device or effect.
+// the device breaks now (see FailDevice). 400 for an unknown device, effect
+// or parameter.
 func (d *Driver) FailHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			http.Error(w, "only POST is supported", http.StatusMethodNotAllowed)
 			return
 		}
-		q := req.URL.Query()
-		device := q.Get("device")
-		_, err := d.FailDevice(req.Context(), device, faultspec.TaintEffect(q.Get("effect")), q.Get("message"))
-		switch {
-		case errors.Is(err, ErrUnknownDevice), errors.Is(err, ErrInvalidEffect):
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		r, err := ParseFailQuery(req.URL.RawQuery, d.devices.count)
+		if err == nil {
+			_, err = d.FailDevice(req.Context(), r.Device, r.Effect, r.Message)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), statusOf(err))
 			return
 		}
-		writeJSON(w, FailResponse{Device: d.deviceState(device)})
+		writeJSON(w, FailResponse{Device: d.deviceState(r.Device)})
 	})
+}
+
+// statusOf is 400 for a request the driver refuses, 500 for a failure.
+func statusOf(err error) int {
+	var qerr *query.Error
+	if errors.As(err, &qerr) || errors.Is(err, ErrUnknownDevice) || errors.Is(err, ErrInvalidEffect) {
+		return http.StatusBadRequest
+	}
+	return http.StatusInternalServerError
 }
 
 // RepairHandler serves POST /devices/repair?device=dev-N: the device is
 // repaired (see RepairDevice); repaired is empty when it was not failed.
+// 400 for an unknown device or parameter.
 func (d *Driver) RepairHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			http.Error(w, "only POST is supported", http.StatusMethodNotAllowed)
 			return
 		}
-		device := req.URL.Query().Get("device")
-		repaired, err := d.RepairDevice(req.Context(), device)
-		switch {
-		case errors.Is(err, ErrUnknownDevice):
-			http.Error(w, err.Error(), http.StatusBadRequest)
+		q, ok := query.Request(w, req, "device")
+		if !ok {
 			return
-		case err != nil:
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		}
+		device := q.Get("device")
+		repaired, err := d.RepairDevice(req.Context(), device)
+		if err != nil {
+			http.Error(w, err.Error(), statusOf(err))
 			return
 		}
 		out := RepairResponse{Repaired: []string{}}
@@ -109,6 +147,9 @@ func (d *Driver) ResetHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodPost {
 			http.Error(w, "only POST is supported", http.StatusMethodNotAllowed)
+			return
+		}
+		if _, ok := query.Request(w, req); !ok {
 			return
 		}
 		repaired, err := d.RepairAll(req.Context())

@@ -175,16 +175,6 @@ func (inv *inventory) setFailed(ctx context.Context, device string, f failure) e
 	return inv.publish(ctx)
 }
 
-// has reports whether device is one of this node's devices.
-func (inv *inventory) has(device string) bool {
-	for i := 0; i < inv.count; i++ {
-		if DeviceName(i) == device {
-			return true
-		}
-	}
-	return false
-}
-
 // failureOf returns the current failure of device, if any.
 func (inv *inventory) failureOf(device string) (failure, bool) {
 	inv.mu.Lock()

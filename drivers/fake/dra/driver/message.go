@@ -2,7 +2,9 @@ package driver
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 )
@@ -24,8 +26,8 @@ func (d *Driver) errorText(m calls.Method, namespace, name, uid string, attempt,
 		failing[f.Pool+"/"+f.Device.Device] = true
 		parts = append(parts, fmt.Sprintf("pool=%s device=%s request=%s: %s: %s", f.Pool, f.Device.Device, f.Request, f.label, f.detail))
 	}
-	return fmt.Sprintf("driver %s: %s of claim %s/%s (uid %s) failed on attempt %d [%s]: %d of %d devices failed: %s",
-		d.cfg.DriverName, verb(m), namespace, name, uid, attempt, label, len(failing), total, strings.Join(parts, "; "))
+	return protoString(fmt.Sprintf("driver %s: %s of claim %s/%s (uid %s) failed on attempt %d [%s]: %d of %d devices failed: %s",
+		d.cfg.DriverName, verb(m), namespace, name, uid, attempt, label, len(failing), total, strings.Join(parts, "; ")), maxErrorText)
 }
 
 func verb(m calls.Method) string {
@@ -33,4 +35,39 @@ func verb(m calls.Method) string {
 		return "unprepare"
 	}
 	return "prepare"
+}
+
+// maxErrorText bounds the error text of a claim: a condition message holds
+// at most 32768 bytes, and the text goes into events and gRPC answers.
+const maxErrorText = 16 << 10
+
+// protoString makes s fit for a protobuf string field (and the API's
+// messages): valid UTF-8, at most limit bytes. Protobuf refuses to marshal
+// invalid UTF-8, which would fail the whole response (every claim of a
+// NodePrepareResources call, every NodeWatchResources send).
+func protoString(s string, limit int) string {
+	return truncate(s, limit)
+}
+
+// truncate makes s valid UTF-8 (invalid bytes become U+FFFD) and cuts it to
+// at most limit bytes at a rune boundary, ending in "..." when cut, as the
+// kubelet shortens messages.
+func truncate(s string, limit int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= limit {
+		return s
+	}
+	n := max(limit-3, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."[:min(3, limit)]
+}
+
+// quoteCut quotes a value from outside for an error message, cut to limit.
+func quoteCut(s string, limit int) string {
+	if len(s) <= limit {
+		return strconv.Quote(s)
+	}
+	return strconv.Quote(truncate(s, limit)) + fmt.Sprintf(" (%d bytes)", len(s))
 }

@@ -57,17 +57,28 @@ func (d *Driver) planFor(claim *resourceapi.ResourceClaim) *plan {
 		where := fmt.Sprintf("config[%d] (%s)", i, cfg.Source)
 		inScope := func(t target) bool { return requestInScope(t.Request, cfg.Requests) }
 		spec, err := faultspec.Parse(cfg.Opaque.Parameters.Raw)
+		if err == nil {
+			// A fault naming a device it cannot apply to would test nothing.
+			var valid []string
+			for _, t := range p.targets {
+				if inScope(t) {
+					valid = append(valid, t.Device.Device)
+				}
+			}
+			slices.Sort(valid)
+			err = spec.CheckDevices(slices.Compact(valid), "requests "+scopeText(cfg.Requests))
+		}
 		if err != nil {
 			for j := range p.targets {
 				if inScope(p.targets[j]) {
 					p.targets[j].badConfig = where + ": " + err.Error()
 				}
 			}
+			p.warnings = append(p.warnings, where+" is invalid: prepare fails permanent/BadConfiguration, unprepare runs without its faults: "+err.Error())
 			continue
 		}
-		apply := func(faults []faultspec.Fault, which string, add func(*target, faultspec.Fault)) {
-			for k, f := range faults {
-				matched := map[string]bool{}
+		apply := func(faults []faultspec.Fault, add func(*target, faultspec.Fault)) {
+			for _, f := range faults {
 				for j := range p.targets {
 					t := &p.targets[j]
 					if !inScope(*t) {
@@ -76,20 +87,12 @@ func (d *Driver) planFor(claim *resourceapi.ResourceClaim) *plan {
 					if len(f.Devices) > 0 && !slices.Contains(f.Devices, t.Device.Device) {
 						continue
 					}
-					matched[t.Device.Device] = true
 					add(t, f)
-				}
-				for _, name := range f.Devices {
-					if !matched[name] {
-						p.warnings = append(p.warnings, fmt.Sprintf(
-							"%s %s[%d] names device %q, which is not allocated to this claim for requests %s; fault not applied",
-							where, which, k, name, scopeText(cfg.Requests)))
-					}
 				}
 			}
 		}
-		apply(spec.Prepare, "prepare", func(t *target, f faultspec.Fault) { t.prepare = append(t.prepare, f) })
-		apply(spec.Unprepare, "unprepare", func(t *target, f faultspec.Fault) { t.unprepare = append(t.unprepare, f) })
+		apply(spec.Prepare, func(t *target, f faultspec.Fault) { t.prepare = append(t.prepare, f) })
+		apply(spec.Unprepare, func(t *target, f faultspec.Fault) { t.unprepare = append(t.unprepare, f) })
 	}
 	return p
 }

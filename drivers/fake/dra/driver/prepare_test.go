@@ -225,7 +225,7 @@ func TestInvalidFaultSpecIsBadConfiguration(t *testing.T) {
 }
 
 func TestStallHonoursCallerDeadline(t *testing.T) {
-	c := newClaim("slow", []alloc{{"gpu", "dev-0"}}, faultConfig(prepareFaultsSpec(`{"type":"Stall","duration":"1h","count":1}`)))
+	c := newClaim("slow", []alloc{{"gpu", "dev-0"}}, faultConfig(prepareFaultsSpec(`{"type":"Stall","duration":"5m","count":1}`)))
 	h := newHarness(t, c)
 
 	ctx, cancel := context.WithTimeout(h.ctx, 300*time.Millisecond)
@@ -250,7 +250,7 @@ func TestStallHonoursCallerDeadline(t *testing.T) {
 	if call.Outcome != calls.Failed || call.Stalled == "" {
 		t.Errorf("recorded %+v", call)
 	}
-	mustContain(t, call.Error, "[transient]", "pool=node-a device=dev-0 request=gpu: transient/stalled: injected stall of 1h0m0s interrupted after")
+	mustContain(t, call.Error, "[transient]", "pool=node-a device=dev-0 request=gpu: transient/stalled: injected stall of 5m0s interrupted after")
 
 	// count 1: the retry is not stalled.
 	if res := h.prepare(c); res.Error != "" {
@@ -300,17 +300,40 @@ func TestRepeatedPrepareIsIdempotent(t *testing.T) {
 	}
 }
 
-func TestFaultNamingUnallocatedDeviceWarns(t *testing.T) {
-	c := newClaim("miss", []alloc{{"gpu", "dev-0"}}, faultConfig(prepareFaultsSpec(`{"type":"Permanent","reason":"DeviceFailed","devices":["dev-3"]}`)))
-	h := newHarness(t, c)
-	if res := h.prepare(c); res.Error != "" {
-		t.Fatalf("fault on an unallocated device must not fire: %q", res.Error)
+// A fault naming a device it cannot apply to would test nothing: the spec
+// is invalid, naming the device and the valid ones.
+func TestFaultNamingUnallocatedDeviceIsBadConfiguration(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		config resourceapi.DeviceAllocationConfiguration
+		want   string
+	}{
+		{"not allocated", faultConfig(prepareFaultsSpec(`{"type":"Permanent","reason":"DeviceFailed","devices":["dev-3"]}`)),
+			`prepare[0].devices[0]: device "dev-3" is not allocated to this claim for requests (all); valid: dev-0, dev-1`},
+		{"allocated out of scope", faultConfig(prepareFaultsSpec(`{"type":"Transient","count":1,"devices":["dev-1"]}`), "gpu"),
+			`prepare[0].devices[0]: device "dev-1" is not allocated to this claim for requests gpu; valid: dev-0`},
+		{"unprepare", faultConfig(unprepareFaultsSpec(`{"type":"Transient","count":1,"devices":["gpu-0"]}`)),
+			`unprepare[0].devices[0]: device "gpu-0" is not allocated`},
+		{"padded", faultConfig(prepareFaultsSpec(`{"type":"Transient","count":1,"devices":["dev-0 "]}`)),
+			`prepare[0].devices[0]: device "dev-0 " has spaces around its name`},
+		{"twice", faultConfig(prepareFaultsSpec(`{"type":"Transient","count":1,"devices":["dev-0","dev-0"]}`)),
+			`prepare[0].devices[1]: device "dev-0" is named twice`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := newClaim("miss", []alloc{{"gpu", "dev-0"}, {"other", "dev-1"}}, tc.config)
+			h := newHarness(t, c)
+			res := h.prepare(c)
+			mustContain(t, res.Error, "[permanent/BadConfiguration]", tc.want)
+			call := h.lastCall(c.UID)
+			if len(call.Warnings) != 1 {
+				t.Fatalf("warnings: %v", call.Warnings)
+			}
+			mustContain(t, call.Warnings[0], "config[0] (FromClaim) is invalid: prepare fails permanent/BadConfiguration, unprepare runs without its faults", tc.want)
+			if e := h.unprepare(c); e != "" {
+				t.Errorf("unprepare must succeed despite the invalid spec: %q", e)
+			}
+		})
 	}
-	call := h.lastCall(c.UID)
-	if len(call.Warnings) != 1 {
-		t.Fatalf("warnings: %v", call.Warnings)
-	}
-	mustContain(t, call.Warnings[0], `config[0] (FromClaim) prepare[0] names device "dev-3", which is not allocated to this claim`)
 }
 
 // A config entry of another driver is none of our business, even if it

@@ -7,6 +7,8 @@ package faultspec
 import (
 	"errors"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +19,16 @@ const (
 	// APIVersion and Kind identify a FaultSpec inside opaque parameters.
 	APIVersion = "faultline.k8s.io/v1alpha1"
 	Kind       = "FaultSpec"
+)
+
+const (
+	// MaxStall bounds a Stall's duration. The kubelet gives up on a call
+	// after 45 s (the specs stall for at most twice that); a longer stall
+	// only holds a driver goroutine, and an unbounded one is a typo.
+	MaxStall = 5 * time.Minute
+	// MaxCount bounds count: a fault that fires more often is as good as
+	// one that never stops, which unprepare must not have.
+	MaxCount = 1000
 )
 
 // FaultSpec is the JSON object in ResourceClaim
@@ -47,6 +59,9 @@ const (
 	Stall Type = "Stall"
 )
 
+// deviceName is what Kubernetes allows as a device name: a DNS label.
+var deviceName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+
 // Reason sub-classifies a permanent failure (asked for in the KEP-5322 review).
 type Reason string
 
@@ -74,15 +89,17 @@ type Fault struct {
 	// Devices limits the fault to these device names (e.g. dev-1). Empty:
 	// every device of the requests the config entry is scoped to.
 	Devices []string `json:"devices,omitempty"`
-	// Count: Transient: how many calls fail (required, >= 1). Stall and
-	// Unclassified: only the first Count calls (0: every call). Not allowed
-	// for Permanent, which fails every call.
+	// Count: Transient: how many calls fail (required, 1..MaxCount). Stall
+	// and Unclassified: only the first Count calls (0: every call; on
+	// unprepare required, >= 1). Not allowed for Permanent, which fails
+	// every call.
 	Count *int `json:"count,omitempty"`
 	// Reason is required for Permanent and not allowed otherwise.
 	Reason Reason `json:"reason,omitempty"`
 	// TaintEffect is for Permanent/DeviceFailed only; default NoExecute.
 	TaintEffect TaintEffect `json:"taintEffect,omitempty"`
-	// Duration is required for Stall: a Go duration such as "60s".
+	// Duration is required for Stall: a Go duration such as "60s", at most
+	// MaxStall.
 	Duration string `json:"duration,omitempty"`
 	// Message is appended to the error text, to tell specs apart.
 	Message string `json:"message,omitempty"`
@@ -146,7 +163,57 @@ func Parse(raw []byte) (*FaultSpec, error) {
 	if len(problems) > 0 {
 		return nil, &InvalidError{Problems: problems}
 	}
+	spec.normalize()
 	return &spec, nil
+}
+
+// normalize makes empty lists nil, so that a parsed spec equals what its
+// JSON parses to again.
+func (s *FaultSpec) normalize() {
+	if len(s.Prepare) == 0 {
+		s.Prepare = nil
+	}
+	if len(s.Unprepare) == 0 {
+		s.Unprepare = nil
+	}
+	for _, faults := range [][]Fault{s.Prepare, s.Unprepare} {
+		for i := range faults {
+			if len(faults[i].Devices) == 0 {
+				faults[i].Devices = nil
+			}
+		}
+	}
+}
+
+// CheckDevices checks the device names of s against the devices its faults
+// can apply to (those allocated to the claim in the config entry's scope,
+// described by scope): a name that is none of them would test nothing.
+// The error is an *InvalidError naming the device and the valid ones.
+func (s *FaultSpec) CheckDevices(valid []string, scope string) error {
+	var problems []string
+	check := func(which string, faults []Fault) {
+		for i, f := range faults {
+			for j, name := range f.Devices {
+				if !slices.Contains(valid, name) {
+					problems = append(problems, fmt.Sprintf("%s[%d].devices[%d]: device %q is not allocated to this claim for %s; valid: %s",
+						which, i, j, name, scope, validList(valid)))
+				}
+			}
+		}
+	}
+	check("prepare", s.Prepare)
+	check("unprepare", s.Unprepare)
+	if len(problems) > 0 {
+		return &InvalidError{Problems: problems}
+	}
+	return nil
+}
+
+func validList(valid []string) string {
+	if len(valid) == 0 {
+		return "none (no device of this driver is allocated in scope)"
+	}
+	return strings.Join(valid, ", ")
 }
 
 func (s *FaultSpec) validate() []string {
@@ -158,15 +225,18 @@ func (s *FaultSpec) validate() []string {
 		problems = append(problems, fmt.Sprintf("kind: %q is not supported, want %q", s.Kind, Kind))
 	}
 	for i, f := range s.Prepare {
-		problems = append(problems, f.validate(fmt.Sprintf("prepare[%d]", i))...)
+		problems = append(problems, f.validate(fmt.Sprintf("prepare[%d]", i), false)...)
 	}
 	for i, f := range s.Unprepare {
-		problems = append(problems, f.validate(fmt.Sprintf("unprepare[%d]", i))...)
+		problems = append(problems, f.validate(fmt.Sprintf("unprepare[%d]", i), true)...)
 	}
 	return problems
 }
 
-func (f Fault) validate(path string) []string {
+// validate checks one fault; unprepare faults must end, because the
+// kubelet retries a failing unprepare until it succeeds and the pod stays
+// Terminating until then.
+func (f Fault) validate(path string, unprepare bool) []string {
 	var problems []string
 	add := func(field, format string, args ...any) {
 		problems = append(problems, path+"."+field+": "+fmt.Sprintf(format, args...))
@@ -183,14 +253,24 @@ func (f Fault) validate(path string) []string {
 	if f.Count != nil && *f.Count < 0 {
 		add("count", "must not be negative, got %d", *f.Count)
 	}
+	if f.Count != nil && *f.Count > MaxCount {
+		add("count", "%d is more than the cap of %d", *f.Count, MaxCount)
+	}
 	switch f.Type {
 	case Transient:
 		if f.Count == nil || *f.Count == 0 {
 			add("count", "required for Transient: how many calls fail before one succeeds (>= 1)")
 		}
 	case Permanent:
-		if f.Count != nil {
+		if unprepare {
+			add("type", "Permanent is not allowed for unprepare: the kubelet retries a failing unprepare until it succeeds, "+
+				"so the pod would stay Terminating for ever; use Transient with a count")
+		} else if f.Count != nil {
 			add("count", "not allowed for Permanent, which fails every call")
+		}
+	case Unclassified, Stall:
+		if unprepare && (f.Count == nil || *f.Count == 0) {
+			add("count", "required for %s on unprepare (>= 1): a fault on every unprepare call would keep the pod Terminating for ever", f.Type)
 		}
 	}
 
@@ -224,6 +304,8 @@ func (f Fault) validate(path string) []string {
 			add("duration", "invalid duration %q: want a Go duration such as \"60s\"", f.Duration)
 		case d <= 0:
 			add("duration", "must be positive, got %q", f.Duration)
+		case d > MaxStall:
+			add("duration", "%q is longer than the cap of %s (the kubelet gives up on a call after 45s)", f.Duration, MaxStall)
 		case f.Type != Stall:
 			add("duration", "only allowed for Stall")
 		}
@@ -232,8 +314,16 @@ func (f Fault) validate(path string) []string {
 	}
 
 	for i, name := range f.Devices {
-		if strings.TrimSpace(name) == "" {
-			add(fmt.Sprintf("devices[%d]", i), "must not be empty")
+		field := fmt.Sprintf("devices[%d]", i)
+		switch {
+		case strings.TrimSpace(name) == "":
+			add(field, "must not be empty")
+		case strings.TrimSpace(name) != name:
+			add(field, "device %q has spaces around its name", name)
+		case slices.Index(f.Devices, name) < i:
+			add(field, "device %q is named twice", name)
+		case !deviceName.MatchString(name):
+			add(field, "device %q is not a device name (a DNS label such as dev-1)", name)
 		}
 	}
 	return problems

@@ -1,6 +1,7 @@
 package faultspec
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +14,7 @@ func TestParseValid(t *testing.T) {
 	    {"type":"Permanent","reason":"DeviceFailed","taintEffect":"NoSchedule","devices":["dev-1"]},
 	    {"type":"Stall","duration":"1m","count":1},
 	    {"type":"Unclassified"}],
-	  "unprepare":[{"type":"Permanent","reason":"BadConfiguration"}]}`
+	  "unprepare":[{"type":"Transient","count":3},{"type":"Stall","duration":"5m","count":1},{"type":"Unclassified","count":2}]}`
 	spec, err := Parse([]byte(raw))
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
@@ -70,6 +71,21 @@ func TestParseInvalid(t *testing.T) {
 			[]string{`prepare[0].duration: only allowed for Stall`}},
 		"empty device":    {`{` + head + `,"prepare":[{"type":"Unclassified","devices":[""]}]}`, []string{`prepare[0].devices[0]: must not be empty`}},
 		"duplicate field": {`{` + head + `,"kind":"FaultSpec"}`, []string{`duplicate field "kind"`}},
+		"padded device":   {`{` + head + `,"prepare":[{"type":"Unclassified","devices":["dev-0"," dev-1"]}]}`, []string{`prepare[0].devices[1]: device " dev-1" has spaces around its name`}},
+		"duplicate device": {`{` + head + `,"prepare":[{"type":"Unclassified","devices":["dev-1","dev-0","dev-1"]}]}`,
+			[]string{`prepare[0].devices[2]: device "dev-1" is named twice`}},
+		"not a device name": {`{` + head + `,"prepare":[{"type":"Unclassified","devices":["Dev_1"]}]}`, []string{`prepare[0].devices[0]: device "Dev_1" is not a device name`}},
+		"stall over the cap": {`{` + head + `,"prepare":[{"type":"Stall","duration":"5m0.001s"}]}`,
+			[]string{`prepare[0].duration: "5m0.001s" is longer than the cap of 5m0s`}},
+		"unprepare stall over the cap": {`{` + head + `,"unprepare":[{"type":"Stall","duration":"1h","count":1}]}`,
+			[]string{`unprepare[0].duration: "1h" is longer than the cap of 5m0s`}},
+		"count over the cap": {`{` + head + `,"prepare":[{"type":"Transient","count":1001}]}`, []string{`prepare[0].count: 1001 is more than the cap of 1000`}},
+		"permanent unprepare": {`{` + head + `,"unprepare":[{"type":"Permanent","reason":"DeviceFailed"}]}`,
+			[]string{`unprepare[0].type: Permanent is not allowed for unprepare`, "Terminating"}},
+		"endless unclassified unprepare": {`{` + head + `,"unprepare":[{"type":"Unclassified"}]}`,
+			[]string{`unprepare[0].count: required for Unclassified on unprepare`}},
+		"endless stall unprepare": {`{` + head + `,"unprepare":[{"type":"Stall","duration":"1s","count":0}]}`,
+			[]string{`unprepare[0].count: required for Stall on unprepare`}},
 		"all problems reported": {`{` + head + `,"prepare":[{"type":"Stall","duration":"x"},{"type":"Transient","count":-2}]}`,
 			[]string{`prepare[0].duration`, `prepare[1].count: must not be negative`}},
 	} {
@@ -87,5 +103,64 @@ func TestParseInvalid(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The FaultSpecs the suites (suites/dra) and the client build are valid.
+func TestSuitesFaultSpecsValid(t *testing.T) {
+	one, two, three := 1, 2, 3
+	for name, spec := range map[string]FaultSpec{
+		"transient":            {Prepare: []Fault{{Type: Transient, Count: &two, Message: "faultline: transient failure"}}},
+		"unclassified once":    {Prepare: []Fault{{Type: Unclassified, Count: &one, Message: "faultline: no classification"}}},
+		"unclassified always":  {Prepare: []Fault{{Type: Unclassified, Message: "faultline: never works"}}},
+		"permanent":            {Prepare: []Fault{{Type: Permanent, Reason: BadConfiguration, Message: "faultline: mode X needs firmware 2"}}},
+		"stall past the 45s":   {Prepare: []Fault{{Type: Stall, Duration: (2 * 45 * time.Second).String(), Count: &one}}},
+		"transient unprepare":  {Unprepare: []Fault{{Type: Transient, Count: &three, Message: "faultline: transient unprepare failure"}}},
+		"device failed":        {Prepare: []Fault{{Type: Permanent, Reason: DeviceFailed, TaintEffect: TaintNone, Devices: []string{"dev-1"}}}},
+		"stall at the cap":     {Prepare: []Fault{{Type: Stall, Duration: MaxStall.String()}}},
+		"unprepare stall once": {Unprepare: []Fault{{Type: Stall, Duration: "1m", Count: &one}}},
+		"transient at the cap": {Prepare: []Fault{{Type: Transient, Count: ptrTo(MaxCount)}}},
+	} {
+		spec.APIVersion, spec.Kind = APIVersion, Kind
+		raw, err := json.Marshal(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(raw); err != nil {
+			t.Errorf("%s: %s: %v", name, raw, err)
+		}
+	}
+	// The one invalid spec the suites build on purpose stays invalid.
+	if _, err := Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","prepare":[{"type":"Stall","duration":"5x"}]}`)); err == nil ||
+		!strings.Contains(err.Error(), `prepare[0].duration: invalid duration "5x"`) {
+		t.Errorf("5x: %v", err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestCheckDevices(t *testing.T) {
+	spec, err := Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec",
+	  "prepare":[{"type":"Unclassified","devices":["dev-0","dev-3"]}],"unprepare":[{"type":"Transient","count":1,"devices":["dev-7"]}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := spec.CheckDevices([]string{"dev-0", "dev-3", "dev-7"}, "requests (all)"); err != nil {
+		t.Errorf("all allocated: %v", err)
+	}
+	err = spec.CheckDevices([]string{"dev-0", "dev-1"}, "requests gpu")
+	if !IsInvalid(err) {
+		t.Fatalf("err = %v, want an *InvalidError", err)
+	}
+	for _, want := range []string{
+		`prepare[0].devices[1]: device "dev-3" is not allocated to this claim for requests gpu; valid: dev-0, dev-1`,
+		`unprepare[0].devices[0]: device "dev-7" is not allocated`,
+	} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not contain %q", err, want)
+		}
+	}
+	if err := spec.CheckDevices(nil, "requests x"); err == nil || !strings.Contains(err.Error(), "valid: none") {
+		t.Errorf("nothing allocated: %v", err)
 	}
 }

@@ -8,8 +8,8 @@
 // <mode> is one of
 //
 //	error           the handler returns an error
-//	stall=<dur>     the handler blocks for <dur> (Go duration), or until the
-//	                runtime gives up on the request
+//	stall=<dur>     the handler blocks for <dur> (Go duration, at most
+//	                MaxStall), or until the runtime gives up on the request
 //	disconnect      the plugin closes its NRI connection mid-event and reconnects
 //	crash           the plugin process exits mid-event (the kubelet restarts it)
 //
@@ -26,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Prefix starts every fault annotation key.
@@ -64,6 +65,49 @@ var ContainerEvents = []string{
 	"ValidateContainerAdjustment",
 }
 
+// MaxStall bounds a stall. The runtimes' NRI request timeout is 2 s by
+// default and the specs stall for at most 20 s; a stall of hours is a typo
+// that would hold the runtime's NRI connection until the runtime gives up.
+const MaxStall = 5 * time.Minute
+
+// TeardownEvents end a pod or container. A malformed fault annotation never
+// fails them (the plugin logs it): failing StopPodSandbox leaves the
+// sandbox running on CRI-O, and every later stop fails the same way.
+var TeardownEvents = []string{"StopPodSandbox", "RemovePodSandbox", "StopContainer", "RemoveContainer"}
+
+// IsTeardown tells the events that end a pod or container.
+func IsTeardown(event string) bool {
+	return slices.Contains(TeardownEvents, event)
+}
+
+// maxQuoted bounds a value from an annotation quoted in an error: the error
+// goes to the runtime, into events and into the record.
+const maxQuoted = 128
+
+// quote is %q of s, cut so that the quoted text stays within maxQuoted
+// bytes (invalid bytes quote as \xNN, four bytes each), with the length of
+// s when cut.
+func quote(s string) string {
+	q := strconv.Quote(s)
+	if len(q) <= maxQuoted {
+		return q
+	}
+	n := min(len(s), maxQuoted)
+	for {
+		for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		if q = strconv.Quote(s[:n]); len(q) <= maxQuoted || n == 0 {
+			return q + fmt.Sprintf("... (%d bytes)", len(s))
+		}
+		n = n * 3 / 4
+	}
+}
+
+// maxKey bounds an annotation key in an error; Kubernetes allows 317
+// bytes (a 253-byte prefix, "/", a 63-byte name).
+const maxKey = 320
+
 // maxNameLen is the limit Kubernetes puts on the name part of an
 // annotation key (after the "/").
 const maxNameLen = 63
@@ -88,7 +132,11 @@ type MalformedError struct {
 }
 
 func (e *MalformedError) Error() string {
-	return fmt.Sprintf("annotation %s=%q: %s", e.Key, e.Value, e.Reason)
+	key := e.Key
+	if len(key) > maxKey {
+		key = strings.ToValidUTF8(key[:maxKey], "?") + "..."
+	}
+	return fmt.Sprintf("annotation %s=%s: %s", key, quote(e.Value), e.Reason)
 }
 
 // Key returns the annotation key that addresses event of instance.
@@ -132,11 +180,14 @@ func ValidateInstance(instance string) error {
 // For returns the fault that instance must inject into event for container
 // ("" for pod events), or nil if there is none. Every annotation addressed
 // to instance is checked, whatever its event, and the first malformed one
-// (by key order) is returned as a *MalformedError: a typo then fails the
-// spec loudly instead of silently testing nothing.
+// (by key order) is returned as a *MalformedError, together with the
+// event's own fault if that one is well-formed: a typo then fails the spec
+// loudly instead of silently testing nothing, and the caller decides
+// whether the event still gets its fault (teardown events, see IsTeardown).
 func For(annotations map[string]string, instance, event, container string) (*Fault, error) {
 	prefix := Prefix + instance + "."
 	var found *Fault
+	var malformed error
 	keys := make([]string, 0, len(annotations))
 	for k := range annotations {
 		keys = append(keys, k)
@@ -151,22 +202,28 @@ func For(annotations map[string]string, instance, event, container string) (*Fau
 		}
 		value := annotations[key]
 		if !isEvent(ev) {
-			return nil, &MalformedError{key, value, fmt.Sprintf("unknown event %q (want one of %s)",
-				ev, strings.Join(append(slices.Clone(PodEvents), ContainerEvents...), ", "))}
+			if malformed == nil {
+				malformed = &MalformedError{key, value, fmt.Sprintf("unknown event %s (want one of %s)",
+					quote(ev), strings.Join(append(slices.Clone(PodEvents), ContainerEvents...), ", "))}
+			}
+			continue
 		}
 		f, err := Parse(value, IsContainerEvent(ev))
 		if err != nil {
-			return nil, &MalformedError{key, value, err.Error()}
+			if malformed == nil {
+				malformed = &MalformedError{key, value, err.Error()}
+			}
+			continue
 		}
 		f.Key = key
 		if ev == event {
 			found = f
 		}
 	}
-	if found == nil || (found.Container != "" && found.Container != container) {
-		return nil, nil
+	if found != nil && found.Container != "" && found.Container != container {
+		found = nil
 	}
-	return found, nil
+	return found, malformed
 }
 
 // Parse parses an annotation value. containerEvent allows the container=
@@ -187,13 +244,16 @@ func Parse(value string, containerEvent bool) (*Fault, error) {
 		}
 		d, err := time.ParseDuration(arg)
 		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("stall duration %q is not a positive Go duration such as 500ms or 5s", arg)
+			return nil, fmt.Errorf("stall duration %s is not a positive Go duration such as 500ms or 5s", quote(arg))
+		}
+		if d > MaxStall {
+			return nil, fmt.Errorf("stall duration %s is longer than the cap of %s", quote(arg), MaxStall)
 		}
 		f.Stall = d
 	case "":
 		return nil, fmt.Errorf("no fault given (want error, stall=<duration>, disconnect or crash)")
 	default:
-		return nil, fmt.Errorf("unknown fault %q (want error, stall=<duration>, disconnect or crash)", mode)
+		return nil, fmt.Errorf("unknown fault %s (want error, stall=<duration>, disconnect or crash)", quote(mode))
 	}
 	f.Mode = Mode(mode)
 
@@ -201,14 +261,14 @@ func Parse(value string, containerEvent bool) (*Fault, error) {
 	for _, opt := range parts[1:] {
 		name, arg, _ := strings.Cut(strings.TrimSpace(opt), "=")
 		if seen[name] {
-			return nil, fmt.Errorf("option %q given twice", name)
+			return nil, fmt.Errorf("option %s given twice", quote(name))
 		}
 		seen[name] = true
 		switch name {
 		case "times":
 			n, err := strconv.Atoi(arg)
 			if err != nil || n < 1 {
-				return nil, fmt.Errorf("times=%q is not a positive integer", arg)
+				return nil, fmt.Errorf("times=%s is not a positive integer", quote(arg))
 			}
 			f.Times = n
 		case "container":
@@ -216,11 +276,11 @@ func Parse(value string, containerEvent bool) (*Fault, error) {
 				return nil, fmt.Errorf("container= only applies to container events")
 			}
 			if len(arg) > 63 || !dnsLabel.MatchString(arg) {
-				return nil, fmt.Errorf("container=%q is not a valid container name", arg)
+				return nil, fmt.Errorf("container=%s is not a valid container name", quote(arg))
 			}
 			f.Container = arg
 		default:
-			return nil, fmt.Errorf("unknown option %q (want times=<N> or container=<name>)", opt)
+			return nil, fmt.Errorf("unknown option %s (want times=<N> or container=<name>)", quote(opt))
 		}
 	}
 	return f, nil

@@ -64,6 +64,8 @@ func TestParseRejects(t *testing.T) {
 		{"stall", false, "stall needs a duration"},
 		{"stall=5", false, `stall duration "5"`},
 		{"stall=-1s", false, `stall duration "-1s"`},
+		{"stall=5m0.001s", false, `stall duration "5m0.001s" is longer than the cap of 5m0s`},
+		{"stall=1h;times=1", false, `stall duration "1h" is longer than the cap of 5m0s`},
 		{"error;times=0", false, `times="0" is not a positive integer`},
 		{"error;times=x", false, `times="x"`},
 		{"error;times=1;times=2", false, `option "times" given twice`},
@@ -142,6 +144,44 @@ func TestValidateInstance(t *testing.T) {
 	for _, bad := range []string{"", "-a", "a+b", "a/b", strings.Repeat("n", 36)} {
 		if err := faults.ValidateInstance(bad); err == nil {
 			t.Errorf("ValidateInstance(%q) accepted", bad)
+		}
+	}
+}
+
+// The event's own well-formed fault is returned along with another
+// annotation's error, for the caller that must not fail (teardown).
+func TestForMalformedKeepsOwnFault(t *testing.T) {
+	ann := map[string]string{
+		faults.Key("a", "StartContainer"): "stal=5s",
+		faults.Key("a", "StopPodSandbox"): "error;times=1",
+	}
+	f, err := faults.For(ann, "a", "StopPodSandbox", "")
+	var m *faults.MalformedError
+	if !errors.As(err, &m) || m.Key != faults.Key("a", "StartContainer") {
+		t.Errorf("error %v, want the StartContainer annotation", err)
+	}
+	if f == nil || f.Mode != faults.Error || f.Times != 1 {
+		t.Errorf("StopPodSandbox's own fault: %+v", f)
+	}
+	for _, e := range []string{"StopPodSandbox", "RemovePodSandbox", "StopContainer", "RemoveContainer"} {
+		if !faults.IsTeardown(e) {
+			t.Errorf("%s is a teardown event", e)
+		}
+	}
+	for _, e := range []string{"RunPodSandbox", "CreateContainer", "StartContainer", "UpdateContainer", "PostStartContainer"} {
+		if faults.IsTeardown(e) {
+			t.Errorf("%s is no teardown event", e)
+		}
+	}
+}
+
+// A huge malformed value makes a short error.
+func TestMalformedErrorIsShort(t *testing.T) {
+	huge := strings.Repeat(`"`, 256<<10)
+	for _, value := range []string{huge, "error;" + huge, "stall=" + huge, "error;times=" + huge, strings.Repeat("é", 100000)} {
+		_, err := faults.For(map[string]string{faults.Key("a", "RunPodSandbox"): value}, "a", "RunPodSandbox", "")
+		if err == nil || len(err.Error()) > 1024 {
+			t.Errorf("error of %d bytes for a value of %d bytes", len(err.Error()), len(value))
 		}
 	}
 }

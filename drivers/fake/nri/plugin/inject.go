@@ -101,13 +101,31 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 	})
 
 	fault, err := faults.For(pod.GetAnnotations(), p.cfg.Name, event, t.container)
+	// note is said in the record of an event that goes on despite a
+	// malformed annotation.
+	note := ""
 	if err != nil {
-		err = p.failure("malformed fault annotation", event, t, err)
-		entry.Finish(record.Outcome{Result: record.Error, Message: err.Error()})
-		return err
+		if !faults.IsTeardown(event) {
+			err = p.failure("malformed fault annotation", event, t, err)
+			entry.Finish(record.Outcome{Result: record.Error, Message: err.Error()})
+			return err
+		}
+		// Failing a teardown would leave the pod or container behind (CRI-O
+		// never stops such a sandbox): log it, apply the event's own fault.
+		note = p.failure("malformed fault annotation ignored", event, t, err).Error()
+		p.log.Warn("malformed fault annotation ignored in a teardown event", "event", event, "target", t.String(), "error", err)
+	}
+	withNote := func(msg string) string {
+		if note == "" {
+			return msg
+		}
+		if msg == "" {
+			return note
+		}
+		return msg + "; " + note
 	}
 	if fault == nil {
-		entry.Finish(record.Outcome{Result: record.OK})
+		entry.Finish(record.Outcome{Result: record.OK, Message: note})
 		return nil
 	}
 	fire, err := p.cfg.Counter.Take(t.countKey(event), fault.Times)
@@ -116,29 +134,29 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 	}
 	if !fire {
 		entry.Finish(record.Outcome{Result: record.OK, Fault: fault.Value,
-			Message: fmt.Sprintf("fault already fired %d time(s)", fault.Times)})
+			Message: withNote(fmt.Sprintf("fault already fired %d time(s)", fault.Times))})
 		return nil
 	}
 
 	switch fault.Mode {
 	case faults.Error:
 		err := p.failure(InjectedError, event, t, nil)
-		entry.Finish(record.Outcome{Result: record.Error, Fault: fault.Value, Message: err.Error()})
+		entry.Finish(record.Outcome{Result: record.Error, Fault: fault.Value, Message: withNote(err.Error())})
 		return err
 
 	case faults.Stall:
-		return p.stall(s, entry, fault, event, t)
+		return p.stall(s, entry, fault, event, t, withNote)
 
 	case faults.Disconnect:
 		entry.Finish(record.Outcome{Result: record.Disconnect, Fault: fault.Value,
-			Message: "closed the NRI connection without answering; reconnecting"})
+			Message: withNote("closed the NRI connection without answering; reconnecting")})
 		s.drop()
 		// The runtime never sees this: the connection is gone.
 		return p.failure("injected disconnect", event, t, nil)
 
 	case faults.Crash:
 		entry.Finish(record.Outcome{Result: record.Crash, Fault: fault.Value,
-			Message: fmt.Sprintf("exiting with code %d without answering", CrashExitCode)})
+			Message: withNote(fmt.Sprintf("exiting with code %d without answering", CrashExitCode))})
 		p.log.Error("injected crash: exiting", "event", event, "target", t.String(), "code", CrashExitCode)
 		p.exit()
 		return p.failure("injected crash", event, t, nil)
@@ -155,19 +173,19 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 // along, and answering "deadline exceeded" as soon as it passes would race
 // the runtime's timer and sometimes turn the stall into a returned error.
 // A stuck plugin does not answer at all.
-func (p *Plugin) stall(s *session, entry *record.Entry, fault *faults.Fault, event string, t target) error {
+func (p *Plugin) stall(s *session, entry *record.Entry, fault *faults.Fault, event string, t target, withNote func(string) string) error {
 	began := time.Now()
 	timer := time.NewTimer(fault.Stall)
 	defer timer.Stop()
 	select {
 	case <-timer.C:
 		entry.Finish(record.Outcome{Result: record.Stalled, Fault: fault.Value,
-			Message: fmt.Sprintf("stalled %s, then answered", fault.Stall)})
+			Message: withNote(fmt.Sprintf("stalled %s, then answered", fault.Stall))})
 		return nil
 	case <-s.gone:
 		entry.Finish(record.Outcome{Result: record.Stalled, Fault: fault.Value, Interrupted: true,
-			Message: fmt.Sprintf("stalled %s of %s, then the connection was lost (the runtime gave up on the plugin, or went away)",
-				time.Since(began).Round(time.Millisecond), fault.Stall)})
+			Message: withNote(fmt.Sprintf("stalled %s of %s, then the connection was lost (the runtime gave up on the plugin, or went away)",
+				time.Since(began).Round(time.Millisecond), fault.Stall))})
 		return p.failure("stall interrupted by the loss of the connection", event, t, nil)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/containerd/nri/pkg/api"
 	validator "github.com/containerd/nri/plugins/default-validator/builtin"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
@@ -336,6 +337,49 @@ func TestMalformedAnnotation(t *testing.T) {
 	}
 	if err := rt.send("RunPodSandbox", newPod("uid-good", nil), nil); err != nil {
 		t.Errorf("good pod after malformed ones: %v", err)
+	}
+	if a.notes(record.Disconnected) != 0 || a.Ready() != nil {
+		t.Error("a malformed annotation disturbed the plugin")
+	}
+}
+
+// A malformed annotation never fails a teardown event (the runtime could
+// not stop or remove the pod): the plugin logs it and says so in the
+// record; other events still fail; a teardown's own valid fault still fires.
+func TestMalformedAnnotationSparesTeardown(t *testing.T) {
+	rt := startRuntime(t, socketPath(t))
+	a, b, _ := startChain(t, rt)
+	pod := newPod("uid-teardown", map[string]string{
+		a.key("StartContainer"): "stal=5s",
+		b.key("StopContainer"):  "error;times=1",
+	})
+	if err := rt.send("RunPodSandbox", pod, nil); err == nil || !strings.Contains(err.Error(), "malformed fault annotation in RunPodSandbox") {
+		t.Errorf("RunPodSandbox: %v, want the malformed annotation", err)
+	}
+	ctr := newContainer(pod, "app")
+	if err := rt.send("CreateContainer", pod, ctr); err == nil || !strings.Contains(err.Error(), `unknown fault "stal"`) {
+		t.Errorf("CreateContainer: %v, want the malformed annotation", err)
+	}
+	// b's own StopContainer fault fires, a's malformed annotation does not stop it.
+	if err := rt.send("StopContainer", pod, ctr); err == nil || !strings.Contains(err.Error(), `"faultline-b" (index 20): injected error in StopContainer`) {
+		t.Errorf("StopContainer: %v, want b's injected error", err)
+	}
+	for _, event := range []string{"StopContainer", "RemoveContainer", "StopPodSandbox", "RemovePodSandbox"} {
+		var c *api.Container
+		if faults.IsContainerEvent(event) {
+			c = ctr
+		}
+		if err := rt.send(event, pod, c); err != nil {
+			t.Errorf("%s failed: %v", event, err)
+		}
+		e := a.last(t, pod.Uid, event)
+		if e.Result != record.OK || !strings.Contains(e.Message, "malformed fault annotation ignored in "+event) ||
+			!strings.Contains(e.Message, `unknown fault "stal"`) {
+			t.Errorf("%s record: %+v", event, e)
+		}
+	}
+	if !strings.Contains(a.logs.String(), "malformed fault annotation ignored in a teardown event") {
+		t.Errorf("no log line for the ignored annotation:\n%s", a.logs.String())
 	}
 	if a.notes(record.Disconnected) != 0 || a.Ready() != nil {
 		t.Error("a malformed annotation disturbed the plugin")

@@ -3,6 +3,8 @@ package record
 import (
 	"encoding/json"
 	"net/http"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // Handler serves
@@ -10,17 +12,25 @@ import (
 //	GET /events[?podUID=<uid>]  the records as a JSON array, in arrival order
 //	GET /healthz                200 while ready() returns nil, else 503 and the reason
 //
-// Specs reach it through the API server's pod proxy, which works on any
-// cluster without a Service or port-forward.
+// Any other query parameter is a 400 naming it. Specs reach it through the
+// API server's pod proxy, which works on any cluster without a Service or
+// port-forward.
 func Handler(r *Recorder, ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, req *http.Request) {
+		q, ok := query.Request(w, req, "podUID")
+		if !ok {
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		_ = enc.Encode(r.List(req.URL.Query().Get("podUID")))
+		_ = enc.Encode(r.List(q.Get("podUID")))
 	})
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		if err := ready(); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)

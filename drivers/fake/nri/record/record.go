@@ -12,11 +12,13 @@ package record
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -26,6 +28,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Result is what the plugin did with an event.
@@ -91,6 +94,38 @@ type Event struct {
 	End         time.Time `json:"end,omitzero"`
 }
 
+// Bounds of a record's fields: a fault annotation may be 256 KiB, and a
+// record must stay a line that a restarted plugin reads back.
+const (
+	MaxField   = 1024
+	MaxMessage = 4096
+)
+
+// capped returns e with every text field within its bound and valid UTF-8.
+func (e Event) capped() Event {
+	for _, f := range []*string{&e.Plugin, &e.Index, &e.Event, &e.PodNamespace, &e.PodName, &e.PodUID,
+		&e.PodSandboxID, &e.ContainerName, &e.ContainerID, &e.Fault} {
+		*f = capString(*f, MaxField)
+	}
+	e.Result = Result(capString(string(e.Result), MaxField))
+	e.Message = capString(e.Message, MaxMessage)
+	return e
+}
+
+// capString makes s valid UTF-8 of at most limit bytes, cut at a rune
+// boundary and marked with "...".
+func capString(s string, limit int) string {
+	s = strings.ToValidUTF8(s, "\uFFFD")
+	if len(s) <= limit {
+		return s
+	}
+	n := max(limit-3, 0)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."[:min(3, limit)]
+}
+
 // Outcome completes a pending Event.
 type Outcome struct {
 	Result      Result
@@ -152,30 +187,14 @@ func (r *Recorder) load(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	boot, err := readBoot(filepath.Join(dir, bootFile))
-	if err != nil {
-		return err
-	}
-	r.boot = boot
-	if err := os.WriteFile(filepath.Join(dir, bootFile), []byte(strconv.Itoa(boot+1)), 0o600); err != nil {
-		return err
-	}
+	bootPath := filepath.Join(dir, bootFile)
+	boot, bootErr := readBoot(bootPath)
 
 	path := filepath.Join(dir, eventsFile)
 	if f, err := os.Open(path); err == nil {
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-		for sc.Scan() {
-			var e Event
-			// A line cut short by a crash is skipped, not fatal.
-			if json.Unmarshal(sc.Bytes(), &e) != nil {
-				continue
-			}
-			r.next = max(r.next, e.Seq+1)
-			r.append(&e)
-		}
+		err := r.reload(f, path)
 		f.Close()
-		if err := sc.Err(); err != nil {
+		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
 		// The file is in finishing order; a stalled event finishes late.
@@ -183,8 +202,97 @@ func (r *Recorder) load(dir string) error {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
-	r.file, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	return err
+	if bootErr != nil {
+		// A boot file torn by a crash: count on from the records.
+		boot = 0
+		for _, e := range r.events {
+			boot = max(boot, e.Boot+1)
+		}
+		r.log.Warn("unreadable boot count, counting on from the records", "error", bootErr, "boot", boot)
+	}
+	r.boot = boot
+	tmp := bootPath + ".tmp"
+	if err := os.WriteFile(tmp, []byte(strconv.Itoa(boot+1)), 0o600); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, bootPath); err != nil {
+		return err
+	}
+
+	var err error
+	r.file, err = os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	// A line torn by the crash must not swallow the next record.
+	if info, err := r.file.Stat(); err == nil && info.Size() > 0 {
+		last := make([]byte, 1)
+		if _, err := r.file.ReadAt(last, info.Size()-1); err == nil && last[0] != '\n' {
+			_, _ = r.file.Write([]byte{'\n'})
+		}
+	}
+	return nil
+}
+
+// maxLine bounds a line reload reads; Finish writes far shorter ones
+// (fields are capped, see Event.capped).
+const maxLine = 1 << 20
+
+// reload reads the records of an earlier process. A line that is no
+// record (cut short by a crash, corrupt) or too long is skipped with a log
+// line: the plugin must come back with what it can read, never crash-loop
+// on its own file.
+func (r *Recorder) reload(f *os.File, path string) error {
+	br := bufio.NewReaderSize(f, 64<<10)
+	for lineNo := 1; ; lineNo++ {
+		line, tooLong, err := readLine(br, maxLine)
+		if err == io.EOF && len(line) == 0 && !tooLong {
+			return nil
+		}
+		if err != nil && err != io.EOF {
+			return err
+		}
+		switch {
+		case tooLong:
+			r.log.Warn("skipping an over-long line of the event record", "file", path, "line", lineNo, "limit", maxLine)
+		case len(line) == 0:
+		default:
+			var e Event
+			if uerr := json.Unmarshal(line, &e); uerr != nil || e.Event == "" {
+				r.log.Warn("skipping a line of the event record that is no record", "file", path, "line", lineNo,
+					"error", uerr, "start", capString(string(line), 64))
+			} else {
+				r.next = max(r.next, e.Seq+1)
+				c := e.capped()
+				r.append(&c)
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+	}
+}
+
+// readLine reads one line without its newline; a line longer than limit is
+// read to its end and dropped (tooLong).
+func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error) {
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > limit+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case err == bufio.ErrBufferFull:
+			continue
+		case err != nil:
+			return line, tooLong, err
+		}
+		return bytes.TrimSuffix(line, []byte("\n")), tooLong, nil
+	}
 }
 
 // readBoot returns the boot number for this process: the file holds the
@@ -199,7 +307,7 @@ func readBoot(path string) (int, error) {
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || n < 0 {
-		return 0, fmt.Errorf("%s: bad boot count %q", path, data)
+		return 0, fmt.Errorf("%s: bad boot count %.32q", path, data)
 	}
 	return n, nil
 }
@@ -232,6 +340,7 @@ func (r *Recorder) Begin(e Event) *Entry {
 	e.Boot, e.Plugin, e.Index = r.boot, r.plugin, r.index
 	e.Result = Pending
 	e.Start = time.Now().UTC()
+	e = e.capped()
 	p := &e
 	r.append(p)
 	return &Entry{r: r, e: p}
@@ -245,6 +354,7 @@ func (en *Entry) Finish(o Outcome) Event {
 	defer r.mu.Unlock()
 	en.e.Result, en.e.Fault, en.e.Message, en.e.Interrupted = o.Result, o.Fault, o.Message, o.Interrupted
 	en.e.End = time.Now().UTC()
+	*en.e = en.e.capped()
 	e := *en.e
 
 	level := slog.LevelInfo

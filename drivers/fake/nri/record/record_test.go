@@ -10,9 +10,11 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 )
@@ -162,5 +164,117 @@ func TestHandler(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusMethodNotAllowed {
 		t.Errorf("POST /events: %d", resp.StatusCode)
+	}
+}
+
+// A 256 KiB annotation of '"' (each byte a 4-byte escape once quoted in the
+// error and JSON-encoded) must not make a record the restarted plugin
+// cannot read back: fields are capped, and what cannot be read is skipped
+// with a log line instead of failing the restart.
+func TestHugeRecordSurvivesRestart(t *testing.T) {
+	dir := t.TempDir()
+	first := newRecorder(t, dir, io.Discard)
+	huge := strings.Repeat(`"`, 256<<10)
+	first.Begin(record.Event{Event: "RunPodSandbox", PodUID: "u", PodName: strings.Repeat("é", 1000) + "\xff"}).
+		Finish(record.Outcome{Result: record.Error, Fault: huge, Message: "annotation x=" + strconv.Quote(huge)})
+	first.Close()
+
+	data, err := os.ReadFile(filepath.Join(dir, "events.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if len(line) > 64<<10 {
+			t.Errorf("record line of %d bytes", len(line))
+		}
+	}
+
+	second := newRecorder(t, dir, io.Discard)
+	got := second.List("u")
+	if len(got) != 1 || len(got[0].Fault) > record.MaxField || len(got[0].Message) > record.MaxMessage ||
+		!utf8.ValidString(got[0].PodName) || !strings.HasSuffix(got[0].Fault, "...") {
+		t.Fatalf("after restart: %d records, fault %d bytes, message %d bytes", len(got), len(got[0].Fault), len(got[0].Message))
+	}
+}
+
+// Over-long and corrupt lines, written by older plugins or a crash, are
+// skipped with a log line; the records around them are kept.
+func TestReloadSkipsBadLines(t *testing.T) {
+	dir := t.TempDir()
+	first := newRecorder(t, dir, io.Discard)
+	first.Begin(record.Event{Event: "RunPodSandbox", PodUID: "u"}).Finish(record.Outcome{Result: record.OK})
+	first.Close()
+	f, err := os.OpenFile(filepath.Join(dir, "events.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"seq":50,"event":"CreateContainer","podUID":"u","fault":"` + strings.Repeat(`\"`, 600<<10) + `"}` + "\n") // 1.2 MB
+	f.WriteString("\x00\x00garbage\n{}\nnull\n")
+	f.WriteString(`{"seq":60,"event":"StartContainer","podUID":"u","result":"ok"}` + "\n")
+	f.WriteString(`{"seq":70,"event":"StopCont`) // torn
+	f.Close()
+
+	var logs bytes.Buffer
+	second := newRecorder(t, dir, &logs)
+	second.Begin(record.Event{Event: "StopContainer", PodUID: "u"}).Finish(record.Outcome{Result: record.OK})
+	var events []string
+	for _, e := range second.List("u") {
+		events = append(events, e.Event)
+	}
+	if strings.Join(events, ",") != "RunPodSandbox,StartContainer,StopContainer" {
+		t.Errorf("after restart: %v", events)
+	}
+	for _, want := range []string{"skipping an over-long line of the event record", "skipping a line of the event record that is no record"} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("no log line %q in:\n%.2000s", want, logs.String())
+		}
+	}
+	// The record written after the torn line is a line of its own.
+	third := newRecorder(t, dir, io.Discard)
+	if got := third.List("u"); len(got) != 3 || got[2].Event != "StopContainer" {
+		t.Errorf("third boot: %+v", got)
+	}
+}
+
+// Unknown parameters are a 400 naming them.
+func TestHandlerRejectsUnknownParameters(t *testing.T) {
+	r := newRecorder(t, "", io.Discard)
+	srv := httptest.NewServer(record.Handler(r, func() error { return nil }))
+	defer srv.Close()
+	for path, want := range map[string]string{
+		"/events?poduid=u":          `unknown query parameter "poduid" (allowed: podUID)`,
+		"/events?podUID=a&podUID=b": `query parameter "podUID" given 2 times`,
+		"/healthz?verbose=1":        `unknown query parameter "verbose" (this path takes no parameters)`,
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(body), want) {
+			t.Errorf("GET %s: %d %q, want 400 %q", path, resp.StatusCode, body, want)
+		}
+	}
+}
+
+// A boot count torn by a crash does not stop the restart: it counts on
+// from the records.
+func TestTornBootCount(t *testing.T) {
+	dir := t.TempDir()
+	first := newRecorder(t, dir, io.Discard)
+	first.Close()
+	second := newRecorder(t, dir, io.Discard)
+	second.Close()
+	if err := os.WriteFile(filepath.Join(dir, "boot"), []byte("\x00\x00"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	third := newRecorder(t, dir, io.Discard)
+	if third.Boot() != 2 {
+		t.Errorf("Boot() = %d, want 2", third.Boot())
+	}
+	third.Close()
+	if fourth := newRecorder(t, dir, io.Discard); fourth.Boot() != 3 {
+		t.Errorf("Boot() = %d, want 3", fourth.Boot())
 	}
 }

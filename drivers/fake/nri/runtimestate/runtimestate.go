@@ -21,6 +21,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // PodUIDLabel is the label the kubelet puts on every sandbox and container
@@ -152,10 +154,16 @@ func (c *Client) State(ctx context.Context, podUID string) (*State, error) {
 //
 //	GET /runtime[?podUID=<uid>]  the State as JSON
 //	GET /healthz                 200 while the runtime answers CRI Version, else 503
+//
+// Any other query parameter is a 400 naming it.
 func Handler(c *Client) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /runtime", func(w http.ResponseWriter, req *http.Request) {
-		s, err := c.State(req.Context(), req.URL.Query().Get("podUID"))
+		q, ok := query.Request(w, req, "podUID")
+		if !ok {
+			return
+		}
+		s, err := c.State(req.Context(), q.Get("podUID"))
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
@@ -166,6 +174,9 @@ func Handler(c *Client) http.Handler {
 		_ = enc.Encode(s)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
 		v, err := c.Version(req.Context())
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)

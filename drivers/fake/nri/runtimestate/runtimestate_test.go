@@ -157,6 +157,16 @@ func TestHealthz(t *testing.T) {
 	if rec.Code != http.StatusBadGateway {
 		t.Errorf("runtime without a runtime: %d %q", rec.Code, rec.Body)
 	}
+	for path, want := range map[string]string{
+		"/runtime?pod=x":   `unknown query parameter "pod" (allowed: podUID)`,
+		"/healthz?probe=1": `unknown query parameter "probe" (this path takes no parameters)`,
+	} {
+		rec = httptest.NewRecorder()
+		runtimestate.Handler(c).ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusBadRequest || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("GET %s: %d %q, want 400 %q", path, rec.Code, rec.Body, want)
+		}
+	}
 }
 
 func TestDialRejectsTCP(t *testing.T) {

@@ -35,6 +35,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 func main() {
@@ -132,7 +133,10 @@ func run(cfg config) error {
 	mux.Handle("/devices/fail", drv.FailHandler())
 	mux.Handle("/devices/repair", drv.RepairHandler())
 	mux.Handle("/reset", drv.ResetHandler())
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
 		notified, registered, reason := drv.Registration()
 		switch {
 		case registered:
