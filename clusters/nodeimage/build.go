@@ -163,7 +163,7 @@ type localCommand struct {
 // faultline-slow runtime handler's OCI runtime, on every node; the others when
 // a runtime names them (runtimes.Runtime.NodeCommands).
 var localCommands = map[string]localCommand{
-	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"cmd/runc-slow", "drivers/fake/ociruntime"}},
+	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"cmd/runc-slow", "drivers/fake/ociruntime", "drivers/fake/textcap"}},
 	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"cmd/runc-restrict", "clusters/engine/capfilter"}},
 }
 

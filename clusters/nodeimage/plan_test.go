@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -375,6 +376,29 @@ func TestNodeEntryKeyFollowsTheEntry(t *testing.T) {
 		edit(&changed)
 		if nodeEntryKey(changed) == base {
 			t.Errorf("editing the entry's %s leaves the node key unchanged", name)
+		}
+	}
+}
+
+// A node command's key must hash all of faultline's code it links, or a
+// change to a package it imports would leave a stale node image cached.
+func TestLocalCommandKeysCoverTheirCode(t *testing.T) {
+	const module = "github.com/faultline-k8s/faultline/"
+	for name, c := range localCommands {
+		list := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./cmd/"+name)
+		list.Dir = "../.."
+		out, err := list.Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", name, err)
+		}
+		for _, pkg := range strings.Fields(string(out)) {
+			dir, ok := strings.CutPrefix(pkg, module)
+			if !ok {
+				continue
+			}
+			if !slices.Contains(c.Dirs, dir) {
+				t.Errorf("%s links %s, which its node image key (localCommands) does not hash", name, dir)
+			}
 		}
 	}
 }

@@ -6,6 +6,8 @@ package ociruntime
 // written fails the command instead of being lost.
 
 import (
+	"github.com/faultline-k8s/faultline/drivers/fake/textcap"
+
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,7 +17,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 	"unicode/utf8"
@@ -62,28 +63,14 @@ func Recorded(command string) bool {
 
 // Capped returns r with every field within its bound and valid UTF-8.
 func (r Record) Capped() Record {
-	r.Command = Cut(r.Command, MaxField)
-	r.Phase = Cut(r.Phase, MaxField)
-	r.ID = Cut(r.ID, MaxField)
-	r.Kind = Cut(r.Kind, MaxField)
-	r.Request = Cut(r.Request, MaxField)
-	r.Delay = Cut(r.Delay, MaxField)
-	r.Error = Cut(r.Error, MaxErrorField)
+	r.Command = textcap.Cut(r.Command, MaxField)
+	r.Phase = textcap.Cut(r.Phase, MaxField)
+	r.ID = textcap.Cut(r.ID, MaxField)
+	r.Kind = textcap.Cut(r.Kind, MaxField)
+	r.Request = textcap.Cut(r.Request, MaxField)
+	r.Delay = textcap.Cut(r.Delay, MaxField)
+	r.Error = textcap.Cut(r.Error, MaxErrorField)
 	return r
-}
-
-// Cut makes s valid UTF-8 and at most limit bytes long, cutting at a rune
-// boundary and marking the cut with "...".
-func Cut(s string, limit int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= limit {
-		return s
-	}
-	n := max(limit-3, 0)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."[:min(3, limit)]
 }
 
 // quote is %q of a value for an error message, cut so that the quoted
@@ -235,9 +222,9 @@ func RuntimeLogError(inv Invocation, msg string) error {
 			Level string `json:"level"`
 			Msg   string `json:"msg"`
 			Time  string `json:"time"`
-		}{"error", Cut(msg, MaxErrorField), now})
+		}{"error", textcap.Cut(msg, MaxErrorField), now})
 	} else {
-		line = fmt.Appendf(nil, "time=%q level=error msg=%q", now, Cut(msg, MaxErrorField))
+		line = fmt.Appendf(nil, "time=%q level=error msg=%q", now, textcap.Cut(msg, MaxErrorField))
 	}
 	f, err := os.OpenFile(inv.Log, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {

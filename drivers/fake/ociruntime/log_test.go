@@ -135,26 +135,6 @@ func TestAppendConcurrent(t *testing.T) {
 	}
 }
 
-func TestCut(t *testing.T) {
-	for _, c := range []struct {
-		in    string
-		limit int
-		want  string
-	}{
-		{"abc", 3, "abc"},
-		{"abcd", 3, "..."},
-		{"abcdef", 5, "ab..."},
-		{"ééé", 6, "ééé"},
-		{"éééé", 6, "é..."},
-		{"a\xffb", 10, "a\uFFFDb"},
-		{"abcdef", 2, ".."},
-	} {
-		if got := Cut(c.in, c.limit); got != c.want {
-			t.Errorf("Cut(%q, %d) = %q, want %q", c.in, c.limit, got, c.want)
-		}
-	}
-}
-
 func TestRuntimeLogError(t *testing.T) {
 	dir := t.TempDir()
 	for format, want := range map[string]string{"json": `"level":"error","msg":"runc-slow: no"`, "text": `level=error msg="runc-slow: no"`} {

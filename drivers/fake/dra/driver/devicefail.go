@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/faultline-k8s/faultline/drivers/fake/textcap"
+
 	"context"
 	"errors"
 	"fmt"
@@ -61,7 +63,7 @@ func failMessage(message string) string {
 	if message == "" {
 		return "device failed (injected through POST /devices/fail)"
 	}
-	return truncate(message, maxFailMessage)
+	return textcap.Cut(message, maxFailMessage)
 }
 
 // ClaimRef names a claim the device was prepared for.

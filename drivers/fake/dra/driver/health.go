@@ -1,6 +1,8 @@
 package driver
 
 import (
+	"github.com/faultline-k8s/faultline/drivers/fake/textcap"
+
 	"time"
 
 	"google.golang.org/grpc"
@@ -53,7 +55,7 @@ func (d *Driver) healthResponse(failed map[string]failure) *drahealthv1alpha1.No
 		}
 		if f, ok := failed[name]; ok {
 			h.Health = drahealthv1alpha1.HealthStatus_UNHEALTHY
-			h.Message = truncate(f.Message, 1024)
+			h.Message = textcap.Cut(f.Message, 1024)
 		}
 		resp.Devices = append(resp.Devices, h)
 	}

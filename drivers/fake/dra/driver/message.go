@@ -1,10 +1,11 @@
 package driver
 
 import (
+	"github.com/faultline-k8s/faultline/drivers/fake/textcap"
+
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 )
@@ -46,22 +47,7 @@ const maxErrorText = 16 << 10
 // invalid UTF-8, which would fail the whole response (every claim of a
 // NodePrepareResources call, every NodeWatchResources send).
 func protoString(s string, limit int) string {
-	return truncate(s, limit)
-}
-
-// truncate makes s valid UTF-8 (invalid bytes become U+FFFD) and cuts it to
-// at most limit bytes at a rune boundary, ending in "..." when cut, as the
-// kubelet shortens messages.
-func truncate(s string, limit int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= limit {
-		return s
-	}
-	n := max(limit-3, 0)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."[:min(3, limit)]
+	return textcap.Cut(s, limit)
 }
 
 // quoteCut quotes a value from outside for an error message, cut to limit.
@@ -69,5 +55,5 @@ func quoteCut(s string, limit int) string {
 	if len(s) <= limit {
 		return strconv.Quote(s)
 	}
-	return strconv.Quote(truncate(s, limit)) + fmt.Sprintf(" (%d bytes)", len(s))
+	return strconv.Quote(textcap.Cut(s, limit)) + fmt.Sprintf(" (%d bytes)", len(s))
 }

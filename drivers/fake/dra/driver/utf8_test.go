@@ -69,26 +69,6 @@ func TestLongFaultMessageCut(t *testing.T) {
 	}
 }
 
-func TestTruncate(t *testing.T) {
-	for _, c := range []struct {
-		in    string
-		limit int
-		want  string
-	}{
-		{"abc", 3, "abc"},
-		{"abcdef", 5, "ab..."},
-		{"€€€", 9, "€€€"},
-		{"€€€€", 9, "€€..."},
-		{"€€€€", 7, "€..."},
-		{"€€€€", 5, "..."},
-		{"a\xffb", 5, "a\uFFFDb"},
-	} {
-		if got := truncate(c.in, c.limit); got != c.want {
-			t.Errorf("truncate(%q, %d) = %q, want %q", c.in, c.limit, got, c.want)
-		}
-	}
-}
-
 // Unknown or repeated query parameters are a 400 naming them and the
 // allowed ones; a misspelt effect stays one.
 func TestHTTPQueryParameters(t *testing.T) {

@@ -11,6 +11,8 @@
 package record
 
 import (
+	"github.com/faultline-k8s/faultline/drivers/fake/textcap"
+
 	"bufio"
 	"bytes"
 	"cmp"
@@ -28,7 +30,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 )
 
 // Result is what the plugin did with an event.
@@ -105,25 +106,11 @@ const (
 func (e Event) capped() Event {
 	for _, f := range []*string{&e.Plugin, &e.Index, &e.Event, &e.PodNamespace, &e.PodName, &e.PodUID,
 		&e.PodSandboxID, &e.ContainerName, &e.ContainerID, &e.Fault} {
-		*f = capString(*f, MaxField)
+		*f = textcap.Cut(*f, MaxField)
 	}
-	e.Result = Result(capString(string(e.Result), MaxField))
-	e.Message = capString(e.Message, MaxMessage)
+	e.Result = Result(textcap.Cut(string(e.Result), MaxField))
+	e.Message = textcap.Cut(e.Message, MaxMessage)
 	return e
-}
-
-// capString makes s valid UTF-8 of at most limit bytes, cut at a rune
-// boundary and marked with "...".
-func capString(s string, limit int) string {
-	s = strings.ToValidUTF8(s, "\uFFFD")
-	if len(s) <= limit {
-		return s
-	}
-	n := max(limit-3, 0)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "..."[:min(3, limit)]
 }
 
 // Outcome completes a pending Event.
@@ -260,7 +247,7 @@ func (r *Recorder) reload(f *os.File, path string) error {
 			var e Event
 			if uerr := json.Unmarshal(line, &e); uerr != nil || e.Event == "" {
 				r.log.Warn("skipping a line of the event record that is no record", "file", path, "line", lineNo,
-					"error", uerr, "start", capString(string(line), 64))
+					"error", uerr, "start", textcap.Cut(string(line), 64))
 			} else {
 				r.next = max(r.next, e.Seq+1)
 				c := e.capped()
