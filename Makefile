@@ -44,7 +44,8 @@ FUZZ_TARGETS = \
 	./drivers/fake/ociruntime:FuzzSpecFromAnnotations \
 	./drivers/fake/ociruntime:FuzzParseArgs \
 	./drivers/fake/ociruntime:FuzzParseLog \
-	./drivers/fake/query:FuzzParse
+	./drivers/fake/query:FuzzParse \
+	./drivers/fake/textcap:FuzzCut
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
