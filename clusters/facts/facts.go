@@ -219,23 +219,38 @@ func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	return f, nil
 }
 
-func kubeletRuntimeRequestTimeout(ctx context.Context, cs kubernetes.Interface, node string) (time.Duration, error) {
+// KubeletConfig is what faultline reads of a kubelet's running
+// configuration.
+type KubeletConfig struct {
+	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
+	RuntimeRequestTimeout    string `json:"runtimeRequestTimeout"`
+}
+
+// ReadKubeletConfig reads the kubelet's configuration on node (/configz
+// through the API server's node proxy).
+func ReadKubeletConfig(ctx context.Context, cs kubernetes.Interface, node string) (KubeletConfig, error) {
 	client := cs.CoreV1().RESTClient()
 	if rc, ok := client.(*rest.RESTClient); client == nil || (ok && rc == nil) {
 		// A fake clientset has no REST client: nothing to ask.
-		return 0, fmt.Errorf("no REST client to reach the kubelet's /configz")
+		return KubeletConfig{}, fmt.Errorf("no REST client to reach the kubelet's /configz")
 	}
 	raw, err := client.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
 	if err != nil {
-		return 0, err
+		return KubeletConfig{}, err
 	}
 	var cfg struct {
-		KubeletConfig struct {
-			RuntimeRequestTimeout string `json:"runtimeRequestTimeout"`
-		} `json:"kubeletconfig"`
+		KubeletConfig KubeletConfig `json:"kubeletconfig"`
 	}
 	if err := json.Unmarshal(raw, &cfg); err != nil {
+		return KubeletConfig{}, fmt.Errorf("kubelet /configz on %s: %w", node, err)
+	}
+	return cfg.KubeletConfig, nil
+}
+
+func kubeletRuntimeRequestTimeout(ctx context.Context, cs kubernetes.Interface, node string) (time.Duration, error) {
+	cfg, err := ReadKubeletConfig(ctx, cs, node)
+	if err != nil {
 		return 0, err
 	}
-	return time.ParseDuration(cfg.KubeletConfig.RuntimeRequestTimeout)
+	return time.ParseDuration(cfg.RuntimeRequestTimeout)
 }

@@ -6,7 +6,6 @@ package harness
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"path"
 	"strings"
@@ -15,35 +14,15 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
+
+	"github.com/faultline-k8s/faultline/clusters/facts"
 )
-
-// KubeletConfig is what the specs read of a kubelet's running configuration
-// (its runtimeRequestTimeout is a cluster fact: Cluster).
-type KubeletConfig struct {
-	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
-}
-
-// ReadKubeletConfig reads the kubelet's configuration on node (/configz
-// through the API server's node proxy).
-func ReadKubeletConfig(ctx context.Context, cs clientset.Interface, node string) (KubeletConfig, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return KubeletConfig{}, err
-	}
-	var cfg struct {
-		KubeletConfig KubeletConfig `json:"kubeletconfig"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return KubeletConfig{}, fmt.Errorf("kubelet /configz on %s: %w", node, err)
-	}
-	return cfg.KubeletConfig, nil
-}
 
 // CRISocket returns the directory and file name of the node's CRI socket,
 // from the kubelet's configuration (containerRuntimeEndpoint), else the
 // runtime's default (clusters/runtimes).
 func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
-	cfg, err := ReadKubeletConfig(ctx, cs, node)
+	cfg, err := facts.ReadKubeletConfig(ctx, cs, node)
 	if err == nil {
 		if ep := strings.TrimPrefix(cfg.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
 			return path.Dir(ep), path.Base(ep), nil
