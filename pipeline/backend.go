@@ -186,16 +186,7 @@ func (b *realBackend) LoadImage(ctx context.Context, cluster, image string) erro
 }
 
 func (b *realBackend) ExportLogs(ctx context.Context, cluster, dir string) error {
-	err := kindcluster.ExportLogs(cluster, dir)
-	if err != nil {
-		// kind collects node by node and part by part; a part that fails
-		// leaves the rest.
-		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
-			fmt.Fprintf(b.opts.Out, "faultline: some node logs could not be collected (%v); the rest is in %s\n", err, dir)
-			return nil
-		}
-	}
-	return err
+	return kindcluster.ExportLogs(cluster, dir, b.opts.Out)
 }
 
 func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error) {

@@ -89,16 +89,7 @@ func init() {
 				if *dir == "" {
 					return fmt.Errorf("--dir is required")
 				}
-				err := kindcluster.ExportLogs(*name, *dir)
-				if err != nil {
-					// kind collects node by node and part by part; a part that fails
-					// (crictl is not in faultline's node images) leaves the rest.
-					if entries, _ := os.ReadDir(*dir); len(entries) > 0 {
-						fmt.Fprintf(os.Stderr, "some node logs could not be collected (%v); the rest is in %s\n", err, *dir)
-						return nil
-					}
-				}
-				return err
+				return kindcluster.ExportLogs(*name, *dir, os.Stderr)
 			}
 		})
 	register("load-images", "copy local Docker images into the cluster's nodes",
