@@ -332,32 +332,6 @@ func checkFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (facts
 	return f, nil
 }
 
-// ReadFacts returns the facts faultline recorded in an existing cluster;
-// found is false for a cluster it did not make.
-func ReadFacts(ctx context.Context, name string) (f facts.Facts, found bool, err error) {
-	cs, err := clientset(name)
-	if err != nil {
-		return facts.Facts{}, false, fmt.Errorf("cluster %q: %w", name, err)
-	}
-	f, found, err = facts.Read(ctx, cs)
-	if err != nil {
-		return facts.Facts{}, false, fmt.Errorf("cluster %q: %w", name, err)
-	}
-	return f, found && f.CreatedBy == facts.CreatedByFaultline, nil
-}
-
-// CreatedByFaultline reports whether the kind cluster of that name exists and
-// faultline made it (it carries faultline's facts). A cluster whose API does
-// not answer is an error, not a no.
-func CreatedByFaultline(ctx context.Context, name string) (bool, error) {
-	exists, err := Exists(name)
-	if err != nil || !exists {
-		return false, err
-	}
-	_, found, err := ReadFacts(ctx, name)
-	return found, err
-}
-
 // clientset reaches the cluster's API server from this host.
 func clientset(name string) (kubernetes.Interface, error) {
 	raw, err := provider().KubeConfig(name, false)
