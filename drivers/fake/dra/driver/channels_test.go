@@ -245,8 +245,8 @@ func TestDeviceFailedLifecycle(t *testing.T) {
 		t.Errorf("repaired %v, want [dev-1]", repaired)
 	}
 	h.eventually("taint removed from dev-1, kept on dev-2", func() string {
-		t1, _ := h.deviceTaints("dev-1")
-		t2, _ := h.deviceTaints("dev-2")
+		t1 := h.deviceTaints("dev-1")
+		t2 := h.deviceTaints("dev-2")
 		if len(t1) != 0 || len(t2) != 1 {
 			return fmt.Sprintf("dev-1 %v, dev-2 %v", t1, t2)
 		}
@@ -275,7 +275,7 @@ func TestDeviceFailedLifecycle(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 	h.eventually("all taints removed", func() string {
-		if t2, _ := h.deviceTaints("dev-2"); len(t2) != 0 {
+		if t2 := h.deviceTaints("dev-2"); len(t2) != 0 {
 			return fmt.Sprint(t2)
 		}
 		return ""

@@ -110,7 +110,7 @@ func TestDeviceFailsWhileInUse(t *testing.T) {
 	}
 
 	h.eventually("NoExecute taint on dev-1", func() string {
-		taints, _ := h.deviceTaints("dev-1")
+		taints := h.deviceTaints("dev-1")
 		if len(taints) != 1 || taints[0].Key != TaintKey || taints[0].Value != TaintValueHTTP || taints[0].Effect != resourceapi.DeviceTaintEffectNoExecute {
 			return fmt.Sprint(taints)
 		}
@@ -153,7 +153,7 @@ func TestDeviceFailsWhileInUse(t *testing.T) {
 		t.Fatalf("POST /devices/repair: %d %+v", code, repaired)
 	}
 	h.eventually("taint removed", func() string {
-		if taints, _ := h.deviceTaints("dev-1"); len(taints) != 0 {
+		if taints := h.deviceTaints("dev-1"); len(taints) != 0 {
 			return fmt.Sprint(taints)
 		}
 		return ""
@@ -181,9 +181,12 @@ func TestDeviceFailRepairAndReset(t *testing.T) {
 	if code := post(t, h.drv.FailHandler(), url.Values{"device": {"dev-0"}, "effect": {"None"}}, nil); code != http.StatusOK {
 		t.Fatalf("fail: %d", code)
 	}
-	if taints, _ := h.deviceTaints("dev-0"); len(taints) != 1 || taints[0].Effect != resourceapi.DeviceTaintEffectNone {
-		t.Errorf("taints %v", taints)
-	}
+	h.eventually("taint with effect None on dev-0", func() string {
+		if taints := h.deviceTaints("dev-0"); len(taints) != 1 || taints[0].Effect != resourceapi.DeviceTaintEffectNone {
+			return fmt.Sprint(taints)
+		}
+		return ""
+	})
 	if cond := h.readyCondition("kept", "dev-0"); cond == nil || cond.Reason != ReasonDeviceFailed {
 		t.Errorf("condition after failure %+v", cond)
 	} else {

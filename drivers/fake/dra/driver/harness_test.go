@@ -154,20 +154,28 @@ func (h *harness) eventually(what string, cond func() string) {
 	}
 }
 
-// deviceTaints returns the taints of a device in the published slice.
-func (h *harness) deviceTaints(device string) ([]resourceapi.DeviceTaint, bool) {
-	slices, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		h.t.Fatalf("list slices: %v", err)
-	}
-	for _, s := range slices.Items {
-		for _, d := range s.Spec.Devices {
-			if d.Name == device {
-				return d.Taints, true
+// deviceTaints returns the taints of a device in the published slice. The
+// slice controller replaces a changed slice by delete and create on the fake
+// clientset, so a device can be missing for a moment: wait until it is back.
+func (h *harness) deviceTaints(device string) []resourceapi.DeviceTaint {
+	h.t.Helper()
+	var taints []resourceapi.DeviceTaint
+	h.eventually("device "+device+" in a published ResourceSlice", func() string {
+		slices, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		for _, s := range slices.Items {
+			for _, d := range s.Spec.Devices {
+				if d.Name == device {
+					taints = d.Taints
+					return ""
+				}
 			}
 		}
-	}
-	return nil, false
+		return "not published"
+	})
+	return taints
 }
 
 func (h *harness) lastCall(uid types.UID) calls.Call {

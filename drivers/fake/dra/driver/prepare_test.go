@@ -95,23 +95,23 @@ func TestPermanentFailures(t *testing.T) {
 			}
 
 			if tc.taint == "" {
-				taints, _ := h.deviceTaints("dev-1")
+				taints := h.deviceTaints("dev-1")
 				if len(taints) != 0 {
 					t.Errorf("BadConfiguration must not taint the device: %v", taints)
 				}
 				return
 			}
 			h.eventually("taint on dev-1 in the ResourceSlice", func() string {
-				taints, found := h.deviceTaints("dev-1")
-				if !found || len(taints) != 1 {
-					return fmt.Sprintf("found=%v taints=%v", found, taints)
+				taints := h.deviceTaints("dev-1")
+				if len(taints) != 1 {
+					return fmt.Sprintf("taints=%v", taints)
 				}
 				if taints[0].Key != TaintKey || taints[0].Value != string(c.UID) || taints[0].Effect != tc.taint {
 					return fmt.Sprintf("wrong taint %+v", taints[0])
 				}
 				return ""
 			})
-			if taints, _ := h.deviceTaints("dev-0"); len(taints) != 0 {
+			if taints := h.deviceTaints("dev-0"); len(taints) != 0 {
 				t.Errorf("dev-0 must stay untainted: %v", taints)
 			}
 		})
