@@ -20,6 +20,7 @@ import (
 var Binaries = map[string]string{
 	"testpod":         "./cmd/testpod",
 	"cri-relay":       "./cmd/cri-relay",
+	"probe":           "./cmd/probe",
 	"fake-dra-driver": "./drivers/fake/dra/cmd/fake-dra-driver",
 	"fake-nri-plugin": "./drivers/fake/nri/cmd/fake-nri-plugin",
 }

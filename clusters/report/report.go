@@ -44,9 +44,17 @@ type junitCase struct {
 type Cell struct {
 	Runtime, Suite                   string
 	Passed, Failed, Skipped, Pending int
+	// NotImplemented counts specs whose requirement the stack lacks
+	// altogether (suites/harness.NotImplemented); they are not in Skipped.
+	NotImplemented int
 	Duration                         time.Duration
 	Notes                            []string // "failed: <spec>: <message>" and the like
 }
+
+// NotImplementedPrefix starts the skip message of a spec whose requirement
+// the stack does not implement at all (suites/harness.NotImplemented): such
+// specs count as "not implemented", apart from plain skips.
+const NotImplementedPrefix = "not implemented: "
 
 // JUnitFile is the JUnit report of one runtime's run: <dir>/<runtime>/JUnitFile.
 const JUnitFile = "junit_01.xml"
@@ -130,6 +138,10 @@ func readFile(path string) (map[string]*Cell, error) {
 			case tc.Status == "pending":
 				c.Pending++
 				c.Notes = append(c.Notes, fmt.Sprintf("pending: %s", tc.Name))
+			case tc.Skipped != nil && strings.HasPrefix(strings.TrimPrefix(tc.Skipped.Message, "skipped - "), NotImplementedPrefix):
+				c.NotImplemented++
+				c.Notes = append(c.Notes, fmt.Sprintf("not implemented: %s: %s", tc.Name,
+					firstLine(strings.TrimPrefix(strings.TrimPrefix(tc.Skipped.Message, "skipped - "), NotImplementedPrefix))))
 			case tc.Skipped != nil:
 				c.Skipped++
 				if tc.Skipped.Message != "" {
@@ -160,10 +172,10 @@ func firstLine(s string) string {
 
 // Write prints the matrix as Markdown.
 func Write(w io.Writer, cells []Cell) {
-	fmt.Fprintln(w, "| runtime | suite | passed | failed | skipped | pending | spec time |")
-	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|")
+	fmt.Fprintln(w, "| runtime | suite | passed | failed | not implemented | skipped | pending | spec time |")
+	fmt.Fprintln(w, "|---|---|---:|---:|---:|---:|---:|---:|")
 	for _, c := range cells {
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %s |\n", c.Runtime, c.Suite, c.Passed, c.Failed, c.Skipped, c.Pending, c.Duration.Round(time.Second))
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %d | %d | %d | %s |\n", c.Runtime, c.Suite, c.Passed, c.Failed, c.NotImplemented, c.Skipped, c.Pending, c.Duration.Round(time.Second))
 	}
 	for _, c := range cells {
 		for _, n := range c.Notes {

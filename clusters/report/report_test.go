@@ -19,6 +19,9 @@ const sampleJUnit = `<?xml version="1.0" encoding="UTF-8"?>
     <testcase name="[It] dra permanent failure fails the pod [Suite:dra]" classname="x" status="skipped" time="0.1">
       <skipped message="skipped - KEP-5322 not in this kubelet"></skipped>
     </testcase>
+    <testcase name="[It] dra permanent failure, judged [Suite:dra]" classname="x" status="skipped" time="90">
+      <skipped message="skipped - not implemented: the kubelet retried a permanent error (KEP-5322)"></skipped>
+    </testcase>
     <testcase name="[It] dra left out by the label filter [Suite:dra]" classname="x" status="skipped" time="0">
       <skipped message="skipped"></skipped>
     </testcase>
@@ -45,13 +48,14 @@ func TestReadAndWrite(t *testing.T) {
 		t.Fatalf("cells = %+v", cells)
 	}
 	c := cells[0]
-	if c.Runtime != "containerd" || c.Suite != "dra" || c.Passed != 1 || c.Failed != 1 || c.Skipped != 1 || c.Pending != 1 {
+	if c.Runtime != "containerd" || c.Suite != "dra" || c.Passed != 1 || c.Failed != 1 || c.Skipped != 1 || c.Pending != 1 || c.NotImplemented != 1 {
 		t.Fatalf("cell = %+v", c)
 	}
 	var out bytes.Buffer
 	Write(&out, cells)
 	for _, want := range []string{
-		"| containerd | dra | 1 | 1 | 1 | 1 |",
+		"| containerd | dra | 1 | 1 | 1 | 1 | 1 |",
+		"not implemented: [It] dra permanent failure, judged [Suite:dra]: the kubelet retried a permanent error (KEP-5322)",
 		"failed: [It] dra transient failure is retried [Suite:dra, ci]: Timed out after 15s.",
 		"skipped: [It] dra permanent failure fails the pod [Suite:dra]: skipped - KEP-5322",
 		"pending: [It] nri failure policy [Suite:dra]",

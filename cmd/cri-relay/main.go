@@ -2,13 +2,21 @@
 // on kind and on any existing cluster alike: it runs on the node (fixtures/cri)
 // and relays TCP connections to the runtime's CRI socket, which the suite
 // reaches with a port-forward and speaks real gRPC over, as critest does on
-// the node itself. Its HTTP side, read through the API server's pod proxy,
-// serves the log of the node's slow OCI runtime (cmd/runc-slow) and restarts
-// the runtime for the restart spec.
+// the node itself. Its HTTP side serves the log of the node's slow OCI
+// runtime (cmd/runc-slow), names the runtime's process, and restarts it for
+// the restart spec.
+//
+// Both sides listen on the pod's loopback only: the CRI socket grants full
+// control of the node, so only a port-forward (the pods/portforward
+// permission) may reach it. The process it restarts is the one serving the
+// CRI socket (its peer credentials), and only if its name is the runtime the
+// cluster facts name (--runtime-process): nothing else on the node can be
+// signalled through it.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -18,21 +26,21 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 func main() {
 	criSocket := flag.String("cri-socket", "", "the runtime's CRI socket inside this container")
-	listen := flag.String("listen", ":10010", "TCP address relayed to the CRI socket")
-	httpAddr := flag.String("http-address", ":8080", "HTTP address: /healthz, /oci-log, POST /restart-runtime")
+	listen := flag.String("listen", "127.0.0.1:10010", "loopback TCP address relayed to the CRI socket")
+	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, /runtime, POST /restart-runtime")
 	ociLog := flag.String("oci-log", "/var/log/faultline/runc-slow.jsonl", "the slow OCI runtime's log on the node")
+	process := flag.String("runtime-process", "", "command name of the runtime's process (clusters/runtimes Process); the only process /restart-runtime signals")
 	flag.Parse()
-	if *criSocket == "" {
-		fmt.Fprintln(os.Stderr, "cri-relay: --cri-socket is required")
+	if err := checkFlags(*criSocket, *listen, *httpAddr, *process); err != nil {
+		fmt.Fprintf(os.Stderr, "cri-relay: %v\n", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -45,10 +53,53 @@ func main() {
 	go func() { <-ctx.Done(); ln.Close() }()
 	go relay(ln, *criSocket)
 
+	r := &runtimeProcess{socket: *criSocket, name: *process, proc: "/proc"}
+	server := &http.Server{Addr: *httpAddr, Handler: handler(r, *ociLog), ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); server.Close() }()
+	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q", *listen, *criSocket, *httpAddr, *process)
+	if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		log.Fatalf("cri-relay: %v", err)
+	}
+}
+
+func checkFlags(criSocket, listen, httpAddr, process string) error {
+	if criSocket == "" {
+		return errors.New("--cri-socket is required")
+	}
+	if process == "" {
+		return errors.New("--runtime-process is required (the runtime's command name, e.g. containerd or crio)")
+	}
+	for _, a := range []struct{ flag, addr string }{{"--listen", listen}, {"--http-address", httpAddr}} {
+		if err := loopbackOnly(a.addr); err != nil {
+			return fmt.Errorf("%s: %w", a.flag, err)
+		}
+	}
+	return nil
+}
+
+// loopbackOnly accepts host:port addresses on a loopback IP.
+func loopbackOnly(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address: the relay must not be reachable from the pod network", addr)
+	}
+	return nil
+}
+
+func handler(r *runtimeProcess, ociLog string) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
 		// Ready only while the runtime's socket answers.
-		conn, err := net.DialTimeout("unix", *criSocket, 2*time.Second)
+		conn, err := net.DialTimeout("unix", r.socket, 2*time.Second)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -56,8 +107,11 @@ func main() {
 		conn.Close()
 		fmt.Fprintln(w, "ok")
 	})
-	mux.HandleFunc("/oci-log", func(w http.ResponseWriter, _ *http.Request) {
-		data, err := os.ReadFile(*ociLog)
+	mux.HandleFunc("/oci-log", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
+		data, err := os.ReadFile(ociLog)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
@@ -65,26 +119,43 @@ func main() {
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Write(data) //nolint:errcheck // the client went away
 	})
-	mux.HandleFunc("/restart-runtime", func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodPost {
+	mux.HandleFunc("/runtime", func(w http.ResponseWriter, req *http.Request) {
+		if _, ok := query.Request(w, req); !ok {
+			return
+		}
+		p, err := r.find()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		writeJSON(w, p)
+	})
+	mux.HandleFunc("/restart-runtime", func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
 			http.Error(w, "POST only", http.StatusMethodNotAllowed)
 			return
 		}
-		name := r.URL.Query().Get("process")
-		pids, err := signalProcesses(name, syscall.SIGTERM)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusInternalServerError)
+		if _, ok := query.Request(w, req); !ok {
 			return
 		}
-		log.Printf("sent SIGTERM to %s %v; the node's init restarts it", name, pids)
-		fmt.Fprintf(w, "%v\n", pids)
+		p, err := r.find()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil {
+			http.Error(w, fmt.Sprintf("SIGTERM %s (pid %d): %v", p.Name, p.PID, err), http.StatusInternalServerError)
+			return
+		}
+		log.Printf("sent SIGTERM to %s (pid %d); the node's init restarts it", p.Name, p.PID)
+		writeJSON(w, p)
 	})
-	server := &http.Server{Addr: *httpAddr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	go func() { <-ctx.Done(); server.Close() }()
-	log.Printf("cri-relay: %s -> %s, HTTP on %s", *listen, *criSocket, *httpAddr)
-	if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		log.Fatalf("cri-relay: %v", err)
-	}
+	return mux
+}
+
+func writeJSON(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
 }
 
 // relay copies each accepted connection to a new connection to the socket.
@@ -108,35 +179,4 @@ func relay(ln net.Listener, socket string) {
 			<-done
 		}()
 	}
-}
-
-// signalProcesses signals every process whose command name is name. The pod
-// shares the node's PID namespace (hostPID), so these are the node's.
-func signalProcesses(name string, sig syscall.Signal) ([]int, error) {
-	if name == "" || strings.ContainsAny(name, "/\n") {
-		return nil, fmt.Errorf("want ?process=<command name>, got %q", name)
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm"))
-		if err != nil || strings.TrimSpace(string(comm)) != name {
-			continue
-		}
-		if err := syscall.Kill(pid, sig); err != nil {
-			return pids, fmt.Errorf("signal %s (%d): %w", name, pid, err)
-		}
-		pids = append(pids, pid)
-	}
-	if len(pids) == 0 {
-		return nil, fmt.Errorf("no process named %q (is the pod in the node's PID namespace?)", name)
-	}
-	return pids, nil
 }

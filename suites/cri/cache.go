@@ -68,20 +68,36 @@ func describeStage(stage string) bool {
 		})
 
 		framework.It("3: a retry while the creation is in progress gets an error and creates nothing", func(ctx context.Context) {
+			sent := time.Now()
 			timeOut(ctx, t)
 			firstStarted(ctx, t)
+			// The premise: the first creation is still in its slow step. The
+			// OCI witness says so directly; on the NRI path the stall's
+			// length bounds it.
+			done, err := t.finished(ctx)
+			if errors.Is(err, errAbandoned) {
+				framework.Failf("%s: nothing is in progress to retry against: %v", t.node.Runtime, err)
+			}
 			if !t.slow.ViaNRI {
-				done, err := t.finished(ctx)
 				gomega.Expect(done).To(gomega.BeFalse(), "the first creation must still be in its delay for this spec to mean anything (%v)", err)
 			}
-			_, err := t.create(ctx, t.slow.Deadline, true)
+			gomega.Expect(time.Since(sent)).To(gomega.BeNumerically("<", t.slow.Delay),
+				"the retry must be sent while the first creation is held (%s)", t.slow.Delay)
+
+			_, err = t.create(ctx, t.slow.Deadline, true)
 			gomega.Expect(err).To(gomega.HaveOccurred(), "%s: a retry while the first creation runs must fail, not create or return a second object", t.node.Runtime)
 			recordError(t, "retry while in progress", err)
+			gomega.Expect(status.Convert(err).Message()).NotTo(gomega.Equal(context.DeadlineExceeded.Error()),
+				"%s: the retry must get the runtime's own error (a name is in use); it got only the caller's deadline (%s), so the runtime never said why", t.node.Runtime, t.slow.Deadline)
+
+			// Nothing is created while the first creation runs, and the
+			// count is kept until well after it ended.
+			quiet := time.Until(sent.Add(t.slow.Delay + quietAfterDelay))
+			gomega.Consistently(ctx, t.started).WithTimeout(quiet).WithPolling(time.Second).Should(gomega.HaveLen(1),
+				"%s: the runtime must create nothing for a retry while the first creation runs\n%s", t.node.Runtime, t.describe(ctx))
+			framework.ExpectNoError(waitFinished(ctx, t), "the first creation must finish, not be abandoned")
+			claim(ctx, t)
 			expectStartedOnce(ctx, t)
-			if waitFinished(ctx, t) == nil {
-				claim(ctx, t)
-				expectStartedOnce(ctx, t)
-			}
 		})
 
 		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", func(ctx context.Context) {
@@ -130,7 +146,9 @@ func describeStage(stage string) bool {
 				// restart (the fake NRI plugin, the relay): the specs after
 				// this one, of any suite, must find every fixture set ready.
 				ginkgo.DeferCleanup(func(ctx context.Context) { harness.AwaitFixtureSets(ctx) })
-				framework.ExpectNoError(t.node.restartRuntime(ctx))
+				before, after, err := t.node.restartRuntime(ctx)
+				framework.ExpectNoError(err, "the runtime must restart: a new process must serve the CRI socket")
+				gomega.Expect(after.PID).NotTo(gomega.Equal(before.PID), "the restarted %s is a new process", before.Name)
 				t.node = connectNode(ctx, f) // waits for the runtime; the restart ended the port-forward
 				id := claim(ctx, t)
 				gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly one object is listed after the restart")
@@ -212,9 +230,25 @@ func expectStartedOnce(ctx context.Context, t *target) {
 		"%s: the runtime must create the object once for the timed-out request and its retries\n%s", t.node.Runtime, t.describe(ctx))
 }
 
+// expectRemoved waits for the runtime to remove a timed-out object. The
+// object must never show in the runtime's list meanwhile (polled every
+// second): a listed, unready object is one the kubelet's garbage collection
+// removes too (every minute, as an orphan), so its disappearance would not
+// prove the runtime cleaned up.
 func expectRemoved(ctx context.Context, t *target, id string, within time.Duration) {
-	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) { return t.removed(ctx, id) }).
-		WithTimeout(within).WithPolling(5*time.Second).Should(gomega.BeTrue(),
+	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+		listed, err := t.listed(ctx)
+		if err != nil {
+			return false, err
+		}
+		for _, l := range listed {
+			if l == id {
+				return false, gomega.StopTrying(fmt.Sprintf("%s: the timed-out object %s is listed: a leak the kubelet sees (and may remove as an orphan), not a hidden object the runtime cleans up\n%s",
+					t.node.Runtime, id, t.describe(ctx)))
+			}
+		}
+		return t.removed(ctx, id)
+	}).WithTimeout(within).WithPolling(time.Second).Should(gomega.BeTrue(),
 		"%s: the timed-out object %s must be removed within %s\n%s", t.node.Runtime, id, within, t.describe(ctx))
 }
 

@@ -15,5 +15,11 @@
 //	slowdown.go  how a creation is made slower than its caller's deadline
 //	             (the annotations come from the fakes' packages:
 //	             ociruntime.SlowCreate, the fake NRI plugin's client)
-//	node.go      the relay connection, runtime restarts, the NRI record
+//	scope.go     the fixtures open no door: the API server refuses a pod of
+//	             the faultline-slow RuntimeClass outside faultline's own
+//	             namespaces
+//	node.go      the relay connection (a port-forward to the relay, which
+//	             listens on loopback only), runtime restarts (the relay
+//	             signals the process serving the CRI socket, and the spec
+//	             checks a new one serves it), the NRI record
 package cri

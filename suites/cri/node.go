@@ -18,6 +18,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
+	"sigs.k8s.io/e2e-framework/klient/wait"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
@@ -99,7 +100,7 @@ func dialNode(ctx context.Context, f *framework.Framework, name string, rt runti
 	if err != nil {
 		return nil, nil, err
 	}
-	addr, stop, err := harness.PortForward(ctx, f.ClientConfig(), relay, relayCRIPort)
+	addr, stop, err := podproxy.PortForward(ctx, f.ClientConfig(), relay, relayCRIPort)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -133,7 +134,7 @@ func hasHandler(status *runtimeapi.StatusResponse, name string) bool {
 
 // ociRecords returns the slow OCI runtime's records of one request.
 func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Record, error) {
-	raw, err := podproxy.Get(ctx, n.cs, n.relay, relayHTTPPort, "/oci-log", nil)
+	raw, err := harness.FakePods().Get(ctx, n.relay, relayHTTPPort, "/oci-log", nil)
 	if err != nil {
 		return nil, fmt.Errorf("read the slow OCI runtime's log: %w", err)
 	}
@@ -153,16 +154,40 @@ func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Rec
 	return out, nil
 }
 
-// restartRuntime stops the runtime's process (clusters/runtimes Process);
-// the node's init starts it again (Restart=always in kind's and faultline's
-// units).
-func (n *node) restartRuntime(ctx context.Context) error {
-	process := n.Runtime.Process
-	if process == "" {
-		return fmt.Errorf("no known process for runtime %s", n.Runtime)
+// runtimeProcess is the process serving the node's CRI socket, as the relay
+// finds it (its peer credentials); a restart gives a new PID or start time.
+type runtimeProcess struct {
+	Name      string `json:"name"`
+	PID       int    `json:"pid"`
+	StartTime uint64 `json:"startTime"`
+}
+
+func (n *node) runtimeProcess(ctx context.Context) (runtimeProcess, error) {
+	var p runtimeProcess
+	err := harness.FakePods().GetJSON(ctx, n.relay, relayHTTPPort, "/runtime", nil, &p)
+	return p, err
+}
+
+// restartRuntime stops the runtime's process (clusters/runtimes Process,
+// the one the relay was deployed for) and waits until a new runtime process
+// serves the CRI socket: the node's init starts it again (Restart=always in
+// kind's and faultline's units). It returns the old and the new process, so
+// a spec can show that the restart happened.
+func (n *node) restartRuntime(ctx context.Context) (before, after runtimeProcess, err error) {
+	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/restart-runtime", nil, &before); err != nil {
+		return before, after, err
 	}
-	_, err := podproxy.Post(ctx, n.cs, n.relay, relayHTTPPort, "/restart-runtime", map[string]string{"process": process})
-	return err
+	var last error
+	werr := wait.For(func(ctx context.Context) (bool, error) {
+		after, last = n.runtimeProcess(ctx)
+		return last == nil && after.PID != 0 && (after.PID != before.PID || after.StartTime != before.StartTime), nil
+	}, wait.WithContext(ctx), wait.WithTimeout(runtimeRestartTimeout), wait.WithInterval(time.Second))
+	if werr != nil {
+		return before, after, fmt.Errorf("no new %s process serves the CRI socket within %s after SIGTERM to pid %d (last: %+v, %v): %w",
+			before.Name, runtimeRestartTimeout, before.PID, after, last, werr)
+	}
+	framework.Logf("%s restarted: pid %d -> %d", before.Name, before.PID, after.PID)
+	return before, after, nil
 }
 
 // nriEvents returns the fake NRI plugin's (instance a, which slows
@@ -171,7 +196,7 @@ func (n *node) restartRuntime(ctx context.Context) error {
 // at the same time; the record of a pod only holds that pod's events, and a
 // fault only fires for the pod whose annotation asks for it.
 func (n *node) nriEvents(ctx context.Context, podUID string) ([]record.Event, error) {
-	return nriclient.New(n.cs, harness.FixtureSetNamespace(nriFixtureSet)).On(n.Name, nriclient.A).Events(ctx, podUID)
+	return nriclient.New(harness.FakePods(), harness.FixtureSetNamespace(nriFixtureSet)).On(n.Name, nriclient.A).Events(ctx, podUID)
 }
 
 // describeRecords renders records for a failure message.

@@ -30,6 +30,10 @@ const (
 	// retryInterval is how often a spec repeats a request, as the kubelet
 	// does (it retries at its next pod sync).
 	retryInterval = time.Second
+	// quietAfterDelay is how long after the first creation would have
+	// ended a spec keeps counting creations (requirement 3): a runtime that
+	// creates a second object for a refused retry does so by then.
+	quietAfterDelay = 10 * time.Second
 	// cleanupWindow bounds a runtime removing a timed-out object nobody
 	// claimed (CRI-O: a minute or two, its resource store's GC).
 	cleanupWindow = 4 * time.Minute

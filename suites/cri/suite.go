@@ -2,8 +2,10 @@ package cri
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/onsi/ginkgo/v2"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/suites/harness"
@@ -46,6 +48,20 @@ const (
 
 var _ = harness.RegisterFixtureSet(harness.FixtureSet{
 	Name: fixtureSet, Namespace: relayNamespace,
-	// The relay mounts the node's CRI socket.
-	Values: harness.CRISocketValues,
+	Values: relayValues,
 })
+
+// relayValues are the relay's template values: the node's CRI socket, which
+// it mounts, and the runtime's process name, the one process it may restart.
+func relayValues(ctx context.Context, cs clientset.Interface) (map[string]string, error) {
+	values, err := harness.CRISocketValues(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	process := harness.Cluster().Runtime.Process
+	if process == "" {
+		return nil, fmt.Errorf("no process name known for runtime %q (clusters/runtimes)", harness.Cluster().Runtime.Name)
+	}
+	values["RuntimeProcess"] = process
+	return values, nil
+}

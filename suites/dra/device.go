@@ -85,7 +85,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			message := "faultline: uncorrectable ECC error in namespace " + ns
 			ginkgo.By(fmt.Sprintf("device %s breaks while pod %s uses it", deviceID(dev), old.Name))
 			failedAt := time.Now()
-			state, err := draClient(cs).On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNoExecute, message)
+			state, err := draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNoExecute, message)
 			ginkgo.DeferCleanup(func(ctx context.Context) error { return repairDevice(ctx, cs, firstDriver, node, dev.Device) })
 			framework.ExpectNoError(err)
 			gomega.Expect(state.PreparedFor).To(gomega.ContainElement(gomega.HaveField("UID", string(claim.UID))),
@@ -139,7 +139,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 				"the pod was evicted by the device taint eviction controller")
 
 			ginkgo.By("the evicted pod's claim was unprepared")
-			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			framework.ExpectNoError(err)
 			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
 
@@ -161,7 +161,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 					gomega.Expect(deviceID(r)).NotTo(gomega.Equal(deviceID(dev)), "claim %s/%s was allocated the failed device", c.Namespace, c.Name)
 				}
 			}
-			devices, err := draClient(cs).On(node, firstDriver).Devices(ctx)
+			devices, err := draClient().On(node, firstDriver).Devices(ctx)
 			framework.ExpectNoError(err)
 			i := slices.IndexFunc(devices, func(d driver.DeviceState) bool { return d.Device == dev.Device })
 			gomega.Expect(i).To(gomega.BeNumerically(">=", 0))
@@ -222,7 +222,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			message := "faultline: uncorrectable ECC error in namespace " + f.Namespace.Name
 			ginkgo.By(fmt.Sprintf("%s breaks (taint effect None: the pod keeps running)", id))
 			failedAt := time.Now()
-			_, err = draClient(cs).On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNone, message)
+			_, err = draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNone, message)
 			ginkgo.DeferCleanup(func(ctx context.Context) error { return repairDevice(ctx, cs, firstDriver, node, dev.Device) })
 			framework.ExpectNoError(err)
 			var got v1.ResourceHealth

@@ -10,11 +10,13 @@
 // describe) and waits until both drivers are registered and have published
 // their devices; the run removes it at the end. Every spec makes its own
 // namespace, claims and FaultSpecs (typed by drivers/fake/dra/faultspec),
-// and reads the driver's call record through the pod proxy; both through
+// and reads the driver's call record through a port-forward (the driver
+// listens on loopback only); both through
 // the driver's client, drivers/fake/dra/client.
 //
 //	prepare.go    transient and unclassified failures are retried; a permanent
-//	              one fails the pod (KEP-5322, skipped without it); a bad
+//	              one fails the pod (KEP-5322; a kubelet that retries it
+//	              gets the verdict "not implemented", harness.NotImplemented); a bad
 //	              configuration names its field and is not retried faster than
 //	              the kubelet's resync; a stalled call is retried without a
 //	              duplicate preparation; a timed-out call's error names driver
@@ -28,6 +30,9 @@
 //	device.go     a device failing while in use: NoExecute taint evicts, the
 //	              replacement gets a healthy device (Serial); health in pod
 //	              status
+//	scope.go      the fixtures open no door: the API server refuses a claim
+//	              of the fake driver's class with a FaultSpec outside
+//	              faultline's own namespaces
 //	timing.go     the kubelet timings the timeouts derive from, as measured
 //
 // driver.go binds the driver's client to the suite's deployment; objects.go,

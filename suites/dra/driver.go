@@ -14,6 +14,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	draclient "github.com/faultline-k8s/faultline/drivers/fake/dra/client"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // driverRef is one of the two fake drivers of fixtures/dra.
@@ -29,13 +30,13 @@ var (
 )
 
 // draClient is the client of the suite's driver deployment.
-func draClient(cs clientset.Interface) *draclient.Client {
-	return draclient.New(cs, driverNamespace)
+func draClient() *draclient.Client {
+	return draclient.New(harness.FakePods(), driverNamespace)
 }
 
 // repairDevice repairs a device of driver d on node, and says so.
 func repairDevice(ctx context.Context, cs clientset.Interface, d driverRef, node, device string) error {
-	_, err := draClient(cs).On(node, d).RepairDevice(ctx, device)
+	_, err := draClient().On(node, d).RepairDevice(ctx, device)
 	if err == nil {
 		framework.Logf("repaired %s device %s on node %s", d.Name, device, node)
 	}

@@ -39,13 +39,13 @@ func dumpClaims(ctx context.Context, f *framework.Framework) {
 		y, _ := yaml.Marshal(c)
 		fmt.Fprintf(&b, "\n=== ResourceClaim %s/%s (uid %s)\n%s", c.Namespace, c.Name, c.UID, y)
 		for _, d := range drivers {
-			pods, err := draClient(cs).Pods(ctx, d)
+			pods, err := draClient().Pods(ctx, d)
 			if err != nil {
 				fmt.Fprintf(&b, "--- %s: %v\n", d.Name, err)
 				continue
 			}
 			for _, pod := range pods {
-				rep, err := draClient(cs).On(pod.Spec.NodeName, d).Calls(ctx, string(c.UID))
+				rep, err := draClient().On(pod.Spec.NodeName, d).Calls(ctx, string(c.UID))
 				if err != nil {
 					fmt.Fprintf(&b, "--- %s on %s: /calls: %v\n", d.Name, pod.Spec.NodeName, err)
 					continue
@@ -61,9 +61,9 @@ func dumpClaims(ctx context.Context, f *framework.Framework) {
 		}
 	}
 	for _, d := range drivers {
-		pods, _ := draClient(cs).Pods(ctx, d)
+		pods, _ := draClient().Pods(ctx, d)
 		for _, pod := range pods {
-			devs, err := draClient(cs).On(pod.Spec.NodeName, d).Devices(ctx)
+			devs, err := draClient().On(pod.Spec.NodeName, d).Devices(ctx)
 			j, _ := json.Marshal(devs)
 			fmt.Fprintf(&b, "--- %s on %s: GET /devices: %s %v\n", d.Name, pod.Spec.NodeName, j, err)
 		}

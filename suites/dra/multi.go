@@ -33,7 +33,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	// prepared (AlreadyPrepared), which is the idempotency the protocol asks
 	// for, so a repeat is allowed and a second preparation is not.
 	healthyPreparedOnceUnpreparedOnce := func(ctx context.Context, node string, healthy *resourceapi.ResourceClaim) {
-		rep, err := draClient(f.ClientSet).On(node, secondDriver).Calls(ctx, string(healthy.UID))
+		rep, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 		framework.ExpectNoError(err)
 		s := rep.Summary
 		gomega.Expect(s.PrepareSucceeded).To(gomega.Equal(1), "the healthy driver's claim is prepared once: %+v", s)
@@ -44,7 +44,6 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	}
 
 	framework.It("names every failing device of a claim in the error the user sees, and prepares (for real) and unprepares the healthy driver's claim exactly once", framework.WithLabel("ci"), func(ctx context.Context) {
-		cs := f.ClientSet
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
@@ -63,7 +62,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		ginkgo.By("deleting the pod unprepares both drivers' claims")
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
 		healthyPreparedOnceUnpreparedOnce(ctx, node, healthy)
-		rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(pair.UID))
+		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(pair.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
 	})
@@ -84,7 +83,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		waitRunning(ctx, f, pod)
 		var failedCalls []calls.Call
 		for _, c := range []*resourceapi.ResourceClaim{one, two} {
-			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(c.UID))
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(c.UID))
 			framework.ExpectNoError(err)
 			gomega.Expect(rep.Summary.PrepareFailed).To(gomega.Equal(1), "claim %s failed once", c.Name)
 			failedCalls = append(failedCalls, rep.Calls[0])
@@ -106,7 +105,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
 		healthyPreparedOnceUnpreparedOnce(ctx, node, healthy)
 		for _, c := range []*resourceapi.ResourceClaim{one, two} {
-			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(c.UID))
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(c.UID))
 			framework.ExpectNoError(err)
 			gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(1), "claim %s unprepared", c.Name)
 		}
@@ -164,11 +163,11 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 			if p.Status.Phase != v1.PodPending {
 				return gomega.StopTrying(fmt.Sprintf("pod is %s although one of its claims can never be prepared", p.Status.Phase))
 			}
-			b, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(broken.UID))
+			b, err := draClient().On(node, firstDriver).Calls(ctx, string(broken.UID))
 			if err != nil {
 				return err
 			}
-			h, err := draClient(cs).On(node, secondDriver).Calls(ctx, string(healthy.UID))
+			h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 			if err != nil {
 				return err
 			}
@@ -177,7 +176,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 			}
 			return fmt.Errorf("healthy claim not prepared yet, broken claim failed %d times", b.Summary.PrepareFailed)
 		}).WithTimeout((attempts-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
-		h, err := draClient(cs).On(node, secondDriver).Calls(ctx, string(healthy.UID))
+		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 		framework.ExpectNoError(err)
 		report("healthy claim before deletion", "prepared=%v (%+v)", prepared(h), h.Summary)
 
@@ -187,7 +186,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 			d     driverRef
 			claim *resourceapi.ResourceClaim
 		}{{secondDriver, healthy}, {firstDriver, broken}} {
-			rep, err := draClient(cs).On(node, c.d).Calls(ctx, string(c.claim.UID))
+			rep, err := draClient().On(node, c.d).Calls(ctx, string(c.claim.UID))
 			framework.ExpectNoError(err)
 			report(c.d.Name+" calls", "%+v", rep.Summary)
 			gomega.Expect(rep.Summary.UnprepareCalls).To(gomega.BeNumerically(">=", 1), "%s: the kubelet must unprepare claim %s of the deleted pod", c.d.Name, c.claim.Name)

@@ -203,7 +203,7 @@ func kubeletFeatureGates(ctx context.Context, cs clientset.Interface, node strin
 
 // driverNodes returns the nodes the first driver runs on.
 func driverNodes(ctx context.Context, cs clientset.Interface) []string {
-	pods, err := draClient(cs).Pods(ctx, firstDriver)
+	pods, err := draClient().Pods(ctx, firstDriver)
 	framework.ExpectNoError(err)
 	var out []string
 	for _, p := range pods {

@@ -19,6 +19,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // gatePermanentFailures is the kubelet feature gate of the KEP-5322 draft.
@@ -34,7 +35,6 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// while failing, then Running, exactly failures+1 prepare calls, one
 	// event per failure.
 	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int, classification string) {
-		cs := f.ClientSet
 		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
 		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
@@ -45,17 +45,10 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By("then it runs")
 		waitRunning(ctx, f, pod)
 
-		rep, err := draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
+		rep, err := draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1}),
 			"exactly %d failing prepare calls, then one that succeeds, and nothing else", failures)
-		for i, c := range rep.Calls {
-			gomega.Expect(c.Attempt).To(gomega.Equal(i+1), "call %d", i)
-			if i < failures {
-				gomega.Expect(c.Classification).To(gomega.Equal(classification), "call %d", i)
-				gomega.Expect(c.Permanent).To(gomega.BeFalse(), "call %d", i)
-			}
-		}
 		report("prepare retry gaps", "%s", durations(gaps(rep, calls.Prepare)))
 
 		ginkgo.By("every failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim")
@@ -63,7 +56,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 
 		ginkgo.By("after the pod is deleted the claim is unprepared once and never prepared again")
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
-		rep, err = draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
+		rep, err = draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
 			PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1,
@@ -80,60 +73,49 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 
 	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
 		cs := f.ClientSet
-		// KEP-5322 is kubelet-only: look at each node's kubelet, and run
-		// the pod on one that implements it.
-		var node string
-		var absent []string
-		for _, n := range driverNodes(ctx, cs) {
-			gates, err := kubeletFeatureGates(ctx, cs, n)
-			framework.ExpectNoError(err)
-			enabled, known := gates[gatePermanentFailures]
-			switch {
-			case enabled:
-				node = n
-			case known:
-				absent = append(absent, fmt.Sprintf("%s (gate present, disabled)", n))
-			default:
-				absent = append(absent, fmt.Sprintf("%s (gate unknown to the kubelet)", n))
-			}
-		}
-		if node == "" {
-			ginkgo.Skip(fmt.Sprintf("no kubelet implements KEP-5322 (feature gate %s) on %s: kubernetes_feature_enabled in the kubelet's /metrics has no such enabled gate. "+
-				"The KEP is a draft and no released kubelet (v1.36.3 included) has it; today's kubelet retries every per-claim NodePrepareResources error, "+
-				"so a permanent failure leaves the pod Pending for ever and this requirement cannot hold", gatePermanentFailures, strings.Join(absent, ", ")))
-		}
-
 		claim := createClaim(ctx, f, "permanent", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
 			{Type: faultspec.Permanent, Reason: faultspec.BadConfiguration, Message: "faultline: mode X needs firmware 2"},
 		}, nil)))
-		pod := podWithClaims("permanent", claim)
-		pod.Spec.Affinity = onNode(node)
-		pod = scheduled(ctx, f, createPod(ctx, f, pod))
+		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("permanent", claim)))
+		node := pod.Spec.NodeName
 		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
 
-		ginkgo.By("the pod fails")
+		// The behaviour is judged, not the feature gate: a kubelet that
+		// fails the pod meets the requirement whatever its gates say; one
+		// that calls the driver again for the same permanent error does
+		// not implement KEP-5322, which is its own verdict, not a skip and
+		// not a failure of this stack's driver.
+		ginkgo.By("the pod fails, or the kubelet retries the permanent error")
 		var failedAt calls.Report
-		gomega.Eventually(ctx, func(ctx context.Context) (v1.PodPhase, error) {
+		var phase v1.PodPhase
+		gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
 			p, err := getPod(ctx, cs, pod)
 			if err != nil {
-				return "", err
+				return false, err
 			}
 			if p.Status.Phase == v1.PodRunning {
-				return "", gomega.StopTrying("the pod runs although its claim cannot be prepared")
+				return false, gomega.StopTrying("the pod runs although its claim cannot be prepared")
 			}
-			failedAt, err = draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
-			return p.Status.Phase, err
-		}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.Equal(v1.PodFailed),
-			"a permanent NodePrepareResources error must fail the pod instead of retrying")
+			phase = p.Status.Phase
+			failedAt, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+			return phase == v1.PodFailed || failedAt.Summary.PrepareCalls >= 2, err
+		}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.BeTrue(),
+			"a permanent NodePrepareResources error must fail the pod, or at least be retried")
+		if phase != v1.PodFailed {
+			gates, err := kubeletFeatureGates(ctx, cs, node)
+			gate := "unknown to the kubelet"
+			if enabled, known := gates[gatePermanentFailures]; err == nil && known {
+				gate = fmt.Sprintf("enabled=%v", enabled)
+			}
+			harness.NotImplemented("KEP-5322", fmt.Sprintf("the kubelet on %s called NodePrepareResources %d times for a permanent error and left the pod %s instead of failing it (feature gate %s: %s)",
+				node, failedAt.Summary.PrepareCalls, phase, gatePermanentFailures, gate))
+		}
 		gomega.Expect(failedAt.Summary.PrepareCalls).To(gomega.BeNumerically(">=", 1))
 		gomega.Expect(failedAt.Summary.PrepareSucceeded).To(gomega.BeZero())
-		for _, c := range failedAt.Calls {
-			gomega.Expect(c.Permanent).To(gomega.BeTrue(), "every call failed permanently: %+v", c)
-		}
 
 		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
 		gomega.Consistently(ctx, func(ctx context.Context) (int, error) {
-			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Summary.PrepareCalls, err
 		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
 			"a failed pod's claim must not be prepared again")
@@ -166,7 +148,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			if p.Status.Phase == v1.PodRunning {
 				return gomega.StopTrying("the pod runs although its claim's configuration is invalid")
 			}
-			rep, err = draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			if err != nil {
 				return err
 			}
@@ -182,10 +164,6 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin-prepareRetryTolerance),
 				"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin)
 		}
-		for _, c := range rep.Calls {
-			gomega.Expect(c.Classification).To(gomega.Equal("permanent/BadConfiguration"))
-			gomega.Expect(c.Error).To(gomega.ContainSubstring(field))
-		}
 
 		ginkgo.By("the error the user sees names the offending field")
 		checkPrepareEvents(ctx, f, pod, claim.Name, rep, firstDriver, devs[0].Device)
@@ -195,15 +173,8 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			gomega.Expect(e.Message).To(gomega.ContainSubstring(field))
 			gomega.Expect(e.Message).To(gomega.ContainSubstring("[permanent/BadConfiguration]"))
 		}
-
-		ginkgo.By("so does the claim's device condition")
-		c, err := cs.ResourceV1().ResourceClaims(claim.Namespace).Get(ctx, claim.Name, metav1.GetOptions{})
-		framework.ExpectNoError(err)
-		cond := deviceCondition(c.Status.Devices, devs[0])
-		gomega.Expect(cond).NotTo(gomega.BeNil(), "the driver sets a Ready condition on the device")
-		gomega.Expect(cond.Status).To(gomega.Equal(metav1.ConditionFalse))
-		gomega.Expect(cond.Reason).To(gomega.Equal(driver.ReasonBadConfiguration))
-		gomega.Expect(cond.Message).To(gomega.ContainSubstring(field))
+		// The claim's device condition is the fake's own writing, not a
+		// witness of the kubelet: the events above are.
 	})
 
 	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", framework.WithSlow(), func(ctx context.Context) {
@@ -221,7 +192,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), draCallTimeout+prepareRetryMax+startSlack)
 		waitRunning(ctx, f, pod)
 
-		rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Calls).To(gomega.HaveLen(2))
 		first := rep.Calls[0]
@@ -237,7 +208,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
 		gomega.Consistently(ctx, func(ctx context.Context) (calls.Summary, error) {
-			rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Summary, err
 		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
 			"a prepared claim of a running pod must not be prepared again")
@@ -269,7 +240,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			return events, err
 		}).WithTimeout(draCallTimeout + startSlack).WithPolling(poll).ShouldNot(gomega.BeEmpty())
 		gomega.Eventually(ctx, func(ctx context.Context) ([]calls.Call, error) {
-			rep, err := draClient(cs).On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err := draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Calls, err
 		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(gomega.ContainElement(gomega.HaveField("Stalled", gomega.Not(gomega.BeEmpty()))),
 			"the driver recorded the stalled call the kubelet gave up on")

@@ -59,7 +59,7 @@ var _ = harness.RegisterFixtureSet(harness.FixtureSet{
 func slicesPublished(ctx context.Context, cs clientset.Interface) (bool, string, error) {
 	var missing []string
 	for _, d := range drivers {
-		pods, err := draClient(cs).Pods(ctx, d)
+		pods, err := draClient().Pods(ctx, d)
 		if err != nil {
 			return false, "", err
 		}

@@ -43,7 +43,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		gomega.Eventually(ctx, func(ctx context.Context) error {
 			_, getErr := getPod(ctx, cs, pod)
 			var err error
-			rep, err = draClient(cs).On(node, firstDriver).Calls(ctx, string(claim.UID))
+			rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			if err != nil {
 				return err
 			}
@@ -70,7 +70,6 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 	})
 
 	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", func(ctx context.Context) {
-		cs := f.ClientSet
 		const failures = 2
 		failing := createClaim(ctx, f, "failing", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
 			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
@@ -84,7 +83,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 
 		ginkgo.By("deleting the pod")
 		deleteAndWaitGone(ctx, f, pod, failures*unprepareRetryMax+startSlack)
-		rep, err := draClient(cs).On(node, firstDriver).Calls(ctx, string(failing.UID))
+		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(failing.UID))
 		framework.ExpectNoError(err)
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
 			PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
@@ -93,7 +92,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		// the first failure and forgets a claim only when all drivers
 		// succeeded: the healthy driver may be asked again after it
 		// unprepared its claim, and must answer with a no-op.
-		h, err := draClient(cs).On(node, secondDriver).Calls(ctx, string(healthy.UID))
+		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 		framework.ExpectNoError(err)
 		report("healthy driver's unprepare calls", "%+v", h.Summary)
 		gomega.Expect(h.Summary.PrepareCalls).To(gomega.Equal(1))

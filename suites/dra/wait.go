@@ -35,7 +35,7 @@ func pendingUntilPrepared(ctx context.Context, f *framework.Framework, pod *v1.P
 		if err != nil {
 			return err
 		}
-		rep, err = draClient(f.ClientSet).On(pod.Spec.NodeName, d).Calls(ctx, claimUID)
+		rep, err = draClient().On(pod.Spec.NodeName, d).Calls(ctx, claimUID)
 		if err != nil {
 			return err
 		}

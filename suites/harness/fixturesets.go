@@ -16,7 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
+	"net/url"
 	"sync"
 	"time"
 
@@ -25,13 +25,11 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 
-	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
@@ -466,13 +464,12 @@ func probesPassCheck(namespace string) ReadyCheck {
 				continue // the DaemonSet check covers pods that do not run
 			}
 			for _, c := range pod.Spec.Containers {
-				probe := c.ReadinessProbe
-				if probe == nil || probe.HTTPGet == nil {
+				port, path, ok := loopbackProbe(c.ReadinessProbe)
+				if !ok {
 					continue
 				}
-				port := probePort(c, probe.HTTPGet.Port)
-				if _, err := podproxy.Get(ctx, cs, pod, port, probe.HTTPGet.Path, nil); err != nil {
-					return false, fmt.Sprintf("pod %s container %s: GET :%s%s: %v", pod.Name, c.Name, port, probe.HTTPGet.Path, err), nil
+				if _, err := FakePods().Get(ctx, pod, port, path, nil); err != nil {
+					return false, fmt.Sprintf("pod %s container %s: GET :%s%s: %v", pod.Name, c.Name, port, path, err), nil
 				}
 			}
 		}
@@ -480,15 +477,16 @@ func probesPassCheck(namespace string) ReadyCheck {
 	}
 }
 
-// probePort resolves a probe's port (a number or a container port name).
-func probePort(c v1.Container, port intstr.IntOrString) string {
-	if port.Type == intstr.Int {
-		return strconv.Itoa(port.IntValue())
+// loopbackProbe reads the port and path of a readiness probe run by
+// cmd/probe ("probe http://127.0.0.1:<port>/<path>"), the probe of every
+// faultline pod: their servers listen on loopback only.
+func loopbackProbe(p *v1.Probe) (port, path string, ok bool) {
+	if p == nil || p.Exec == nil || len(p.Exec.Command) != 2 || p.Exec.Command[0] != "/usr/local/bin/probe" {
+		return "", "", false
 	}
-	for _, p := range c.Ports {
-		if p.Name == port.StrVal {
-			return strconv.Itoa(int(p.ContainerPort))
-		}
+	u, err := url.Parse(p.Exec.Command[1])
+	if err != nil || u.Hostname() != "127.0.0.1" || u.Port() == "" {
+		return "", "", false
 	}
-	return port.StrVal
+	return u.Port(), u.Path, true
 }

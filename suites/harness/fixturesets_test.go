@@ -371,15 +371,17 @@ func TestRegisterRejectsClashes(t *testing.T) {
 	}
 }
 
-func TestProbePort(t *testing.T) {
-	c := v1.Container{Ports: []v1.ContainerPort{{Name: "http-b", ContainerPort: 8081}}}
-	for port, want := range map[intstr.IntOrString]string{
-		intstr.FromString("http-b"): "8081",
-		intstr.FromInt32(8083):      "8083",
-		intstr.FromString("other"):  "other",
-	} {
-		if got := probePort(c, port); got != want {
-			t.Errorf("probePort(%v) = %q, want %q", port, got, want)
+func TestLoopbackProbe(t *testing.T) {
+	exec := func(cmd ...string) *v1.Probe {
+		return &v1.Probe{ProbeHandler: v1.ProbeHandler{Exec: &v1.ExecAction{Command: cmd}}}
+	}
+	if port, path, ok := loopbackProbe(exec("/usr/local/bin/probe", "http://127.0.0.1:8081/healthz")); !ok || port != "8081" || path != "/healthz" {
+		t.Errorf("got %q %q %v", port, path, ok)
+	}
+	for _, p := range []*v1.Probe{nil, exec("/bin/true"), exec("/usr/local/bin/probe", "http://10.0.0.1:80/"),
+		{ProbeHandler: v1.ProbeHandler{HTTPGet: &v1.HTTPGetAction{Path: "/healthz", Port: intstr.FromInt32(8080)}}}} {
+		if _, _, ok := loopbackProbe(p); ok {
+			t.Errorf("%+v taken for a loopback probe", p)
 		}
 	}
 }

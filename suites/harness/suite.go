@@ -61,7 +61,7 @@ var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
 
 // The one suite teardown: after every process is done, process 1 removes
 // every fixture set a process deployed (every set whose namespace exists).
-var _ = ginkgo.SynchronizedAfterSuite(func(context.Context) {}, func(ctx context.Context) {
+var _ = ginkgo.SynchronizedAfterSuite(func(context.Context) { closeFakePods() }, func(ctx context.Context) {
 	if cluster == nil {
 		// The suite setup failed before it knew the cluster: no spec ran,
 		// nothing was deployed.

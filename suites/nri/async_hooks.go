@@ -44,7 +44,7 @@ var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featur
 			framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podDeletion),
 				"the pod must be deleted although %s fails %s", B, event)
 			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-				s, err := plugins(f.ClientSet).RuntimeState(ctx, node, string(pod.UID))
+				s, err := plugins().RuntimeState(ctx, node, string(pod.UID))
 				if err != nil {
 					return "", err
 				}

@@ -68,7 +68,7 @@ func findAttempt(events []record.Event, event, id string) *record.Event {
 // eventsOf reads an instance's record of pod, failing the spec on error.
 func eventsOf(ctx context.Context, f *framework.Framework, node string, inst Instance, pod *v1.Pod) []record.Event {
 	ginkgo.GinkgoHelper()
-	events, err := plugins(f.ClientSet).On(node, inst).Events(ctx, string(pod.UID))
+	events, err := plugins().On(node, inst).Events(ctx, string(pod.UID))
 	framework.ExpectNoError(err)
 	return events
 }
@@ -79,7 +79,7 @@ func eventuallyRecorded(ctx context.Context, f *framework.Framework, node string
 	ginkgo.GinkgoHelper()
 	var got []record.Event
 	gomega.Eventually(ctx, func(ctx context.Context) ([]record.Result, error) {
-		events, err := plugins(f.ClientSet).On(node, inst).Events(ctx, string(pod.UID))
+		events, err := plugins().On(node, inst).Events(ctx, string(pod.UID))
 		got = nriclient.Only(events, event)
 		return nriclient.Results(events, event), err
 	}).WithTimeout(timeout).Should(gomega.ContainElement(want),
@@ -90,7 +90,7 @@ func eventuallyRecorded(ctx context.Context, f *framework.Framework, node string
 // runtimeStateOf reads the runtime's state of pod, failing the spec on error.
 func runtimeStateOf(ctx context.Context, f *framework.Framework, node string, pod *v1.Pod) *runtimestate.State {
 	ginkgo.GinkgoHelper()
-	s, err := plugins(f.ClientSet).RuntimeState(ctx, node, string(pod.UID))
+	s, err := plugins().RuntimeState(ctx, node, string(pod.UID))
 	framework.ExpectNoError(err)
 	return s
 }

@@ -19,9 +19,11 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
+	"k8s.io/utils/ptr"
 
 	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
@@ -84,11 +86,15 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 		want := B.ErrorText("StopPodSandbox", pod, "")
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
 
-		ginkgo.By("deleting the pod: the kubelet stops its sandbox")
-		deleteNow(ctx, f, pod)
+		// A graceful deletion: the pod object stays until the kubelet has
+		// stopped everything (grace 0 would remove it from the API at once,
+		// and its disappearance would prove nothing about the kubelet).
+		ginkgo.By("deleting the pod gracefully: the kubelet stops its sandbox")
+		framework.ExpectNoError(f.ClientSet.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}))
 		eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.Error, podDeletion)
 		framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, kubeletRetry+podDeletion),
-			"the pod must be deleted once the fault has fired")
+			"the kubelet must finish the pod's deletion once the fault has fired")
 
 		// Not gomega.Eventually: a timeout must fail with the discrepancy
 		// as the first line, which is what the report shows.
@@ -109,6 +115,9 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 				eventDelivery, pollErr, harness.FormatPodEvents(all))
 		}
 		ginkgo.By("the kubelet reports: " + found.Message)
+		ginkgo.By("and its retry stopped the sandbox: the plugin saw a second StopPodSandbox, which succeeded")
+		stops := eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.OK, podDeletion)
+		gomega.Expect(stops[0].Result).To(gomega.Equal(record.Error), "the first StopPodSandbox is the one that failed:\n%s", nriclient.FormatEvents(stops))
 	})
 })
 

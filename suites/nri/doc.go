@@ -16,7 +16,8 @@
 // A spec puts fault annotations (nri.faultline.k8s.io/<instance>.<Event>,
 // built from typed values by the plugin's client, drivers/fake/nri/client,
 // next to the plugin's parser) on its own pod, reads what each instance
-// recorded about that pod through the pod proxy (the same client), and
+// recorded about that pod through a port-forward (the plugin listens on
+// loopback only; the same client), and
 // counts what the runtime holds for it, so specs run in parallel, also with
 // other suites' specs. Specs that make the runtime drop
 // an instance (stall, crash, disconnect) are Serial and wait for it to be
@@ -40,6 +41,8 @@
 //  7. validator.go: a missing required plugin fails container creation
 //     (Feature:NRIDefaultValidator).
 //  8. failure_policy.go: containerd/nri#45, pending.
+//  9. scope.go: the fixtures open no door: the API server refuses a pod
+//     with an NRI fault annotation outside faultline's own namespaces.
 //
 // common.go, pods.go and node.go are the specs' helpers; plugins.go binds
 // the plugin's client to the suite's deployment and dumps it on failure. The

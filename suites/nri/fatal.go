@@ -106,7 +106,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 
 			var records []record.Event
 			gomega.Eventually(ctx, func(ctx context.Context) ([]record.Event, error) {
-				events, err := plugins(f.ClientSet).On(node, tc.inst).Events(ctx, string(pod.UID))
+				events, err := plugins().On(node, tc.inst).Events(ctx, string(pod.UID))
 				records = nriclient.Only(events, tc.event)
 				return records, err
 			}).WithTimeout(restartTimeout()).ShouldNot(gomega.BeEmpty(),
@@ -126,7 +126,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 
 			expectReconnected(ctx, f, node, tc.inst, first, tc.mode == faults.Crash)
 			if tc.mode == faults.Crash {
-				p, err := plugins(f.ClientSet).Pod(ctx, node)
+				p, err := plugins().Pod(ctx, node)
 				framework.ExpectNoError(err)
 				st := containerStatus(p, tc.inst.Container)
 				gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">", restarts[node]), "the kubelet restarted the crashed instance")
@@ -143,7 +143,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 // on every node.
 func instanceRestarts(ctx context.Context, f *framework.Framework, inst Instance) map[string]int32 {
 	ginkgo.GinkgoHelper()
-	pods, err := plugins(f.ClientSet).Pods(ctx)
+	pods, err := plugins().Pods(ctx)
 	framework.ExpectNoError(err)
 	out := map[string]int32{}
 	for i := range pods {
@@ -163,8 +163,8 @@ func expectReconnected(ctx context.Context, f *framework.Framework, node string,
 	if crashed {
 		timeout = restartTimeout()
 	}
-	framework.ExpectNoError(plugins(f.ClientSet).WaitReady(ctx, node, timeout, inst), "%s must come back", inst)
-	own, err := plugins(f.ClientSet).On(node, inst).OwnEvents(ctx)
+	framework.ExpectNoError(plugins().WaitReady(ctx, node, timeout, inst), "%s must come back", inst)
+	own, err := plugins().On(node, inst).OwnEvents(ctx)
 	framework.ExpectNoError(err)
 	var lost, synced *record.Event
 	for i := range own {

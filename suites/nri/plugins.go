@@ -35,8 +35,8 @@ var (
 )
 
 // plugins is the client of the suite's plugin deployment.
-func plugins(cs clientset.Interface) *nriclient.Client {
-	return nriclient.New(cs, PluginNamespace)
+func plugins() *nriclient.Client {
+	return nriclient.New(harness.FakePods(), PluginNamespace)
 }
 
 // DumpOnFailure registers a dump of everything the plugins and the runtime
@@ -56,7 +56,7 @@ func DumpOnFailure(cs clientset.Interface, pod *v1.Pod) {
 			framework.Logf("pod %s/%s was never scheduled: nothing to dump from the plugins", pod.Namespace, pod.Name)
 			return
 		}
-		c := plugins(cs)
+		c := plugins()
 		for _, inst := range Instances {
 			events, err := c.On(node, inst).Events(ctx, uid)
 			if err != nil {

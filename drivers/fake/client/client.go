@@ -1,54 +1,219 @@
 // Package client is the plumbing faultline's typed clients of its fakes
 // (drivers/fake/nri/client, drivers/fake/dra/client) and the suites share to
 // reach the HTTP side of a pod in the fakes image (a fake's records and
-// controls, the CRI relay): the API server's pod proxy, which works on any
-// cluster whose API server reaches pods, not only kind, and needs neither a
-// Service nor a port-forward.
+// controls, the CRI relay).
 //
-// It is the one place that speaks the pod proxy: GET and POST of a path on a
-// pod's port, JSON decoding of the answer, and finding the pod of a
-// DaemonSet-like deployment on a node.
+// Those servers listen on the pod's loopback only, so that no other pod of
+// the cluster can read a fake's records or trigger its controls; the way in
+// is the API server's port-forward, as `kubectl port-forward` does, which
+// needs the pods/portforward permission (cluster administrators) and works
+// on any cluster, not only kind. Pods keeps one forward per pod and port for
+// the life of the process.
 package client
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/portforward"
+	"k8s.io/client-go/transport/spdy"
 )
 
-// Get reads path from pod's port through the API server's pod proxy.
-func Get(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
-	return cs.CoreV1().Pods(pod.Namespace).ProxyGet("http", pod.Name, port, path, query).DoRaw(ctx)
+// Pods reaches HTTP servers on pods' loopback through port-forwards.
+type Pods struct {
+	cs     kubernetes.Interface
+	config *rest.Config
+	http   *http.Client
+	// forward opens a forward; PortForward, or a stand-in in tests.
+	forward Forward
+
+	mu       sync.Mutex
+	forwards map[forwardKey]*forwarded
+	closed   bool
 }
 
-// Post sends an empty POST to path on pod's port through the API server's
-// pod proxy, with query as its parameters, and returns the answer. The
-// error names the path and the pod, and carries the answer's body (a fake
-// says there why it refused).
-func Post(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
-	req := cs.CoreV1().RESTClient().Post().Namespace(pod.Namespace).Resource("pods").
-		SubResource("proxy").Name(utilnet.JoinSchemeNamePort("http", pod.Name, port)).Suffix(path)
-	for k, v := range query {
-		req = req.Param(k, v)
-	}
-	raw, err := req.DoRaw(ctx)
+type forwardKey struct {
+	pod  types.UID
+	port int
+}
+
+type forwarded struct {
+	addr string
+	stop func()
+}
+
+// NewPods returns a Pods for the cluster of config.
+func NewPods(config *rest.Config) (*Pods, error) {
+	cs, err := kubernetes.NewForConfig(config)
 	if err != nil {
-		return nil, fmt.Errorf("POST %s to %s/%s: %w: %s", path, pod.Namespace, pod.Name, err, raw)
+		return nil, err
+	}
+	// One TCP connection, and so one forwarded stream, per request (in
+	// NewPodsWith): a kept-alive connection would outlive a restarted
+	// container.
+	p := NewPodsWith(cs, func(ctx context.Context, pod *v1.Pod, port int) (string, func(), error) {
+		return PortForward(ctx, config, pod, port)
+	})
+	p.config = config
+	return p, nil
+}
+
+// Forward opens a forward to a pod's port and returns its local address
+// and how to stop it (PortForward).
+type Forward func(ctx context.Context, pod *v1.Pod, port int) (addr string, stop func(), err error)
+
+// NewPodsWith returns a Pods that lists pods with cs and opens forwards with
+// forward: for tests of the typed clients, without an API server's
+// port-forward.
+func NewPodsWith(cs kubernetes.Interface, forward Forward) *Pods {
+	return &Pods{cs: cs, forward: forward, forwards: map[forwardKey]*forwarded{},
+		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Minute}}
+}
+
+// ClientSet is the clientset of the cluster the pods run in.
+func (p *Pods) ClientSet() kubernetes.Interface { return p.cs }
+
+// Config is the client configuration of that cluster.
+func (p *Pods) Config() *rest.Config { return p.config }
+
+// Close stops every forward.
+func (p *Pods) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for k, f := range p.forwards {
+		f.stop()
+		delete(p.forwards, k)
+	}
+	p.closed = true
+}
+
+// addr returns the local address forwarded to pod's port, opening the
+// forward on first use.
+func (p *Pods) addr(ctx context.Context, pod *v1.Pod, port int) (string, error) {
+	key := forwardKey{pod.UID, port}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return "", errors.New("port-forwards closed")
+	}
+	if f, ok := p.forwards[key]; ok {
+		return f.addr, nil
+	}
+	addr, stop, err := p.forward(ctx, pod, port)
+	if err != nil {
+		return "", err
+	}
+	p.forwards[key] = &forwarded{addr: addr, stop: stop}
+	return addr, nil
+}
+
+// drop stops the forward to pod's port, so the next request opens a new one.
+func (p *Pods) drop(pod *v1.Pod, port int) {
+	key := forwardKey{pod.UID, port}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if f, ok := p.forwards[key]; ok {
+		f.stop()
+		delete(p.forwards, key)
+	}
+}
+
+// HTTPError is a non-2xx answer; Body says why the server refused.
+type HTTPError struct {
+	Status int
+	Body   string
+}
+
+func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
+
+// do sends one request to path on pod's port; a request that fails before
+// an answer (the forward broke, say because the pod's container restarted)
+// is tried once more on a new forward.
+func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n > 65535 {
+		return nil, fmt.Errorf("port %q of %s/%s: want a port number", port, pod.Namespace, pod.Name)
+	}
+	values := url.Values{}
+	for k, v := range query {
+		values.Set(k, v)
+	}
+	var lastErr error
+	for attempt := 0; attempt < 2; attempt++ {
+		addr, err := p.addr(ctx, pod, n)
+		if err != nil {
+			return nil, err
+		}
+		u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: values.Encode()}
+		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := p.http.Do(req)
+		if err != nil {
+			lastErr = err
+			p.drop(pod, n)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err != nil {
+			lastErr = err
+			p.drop(pod, n)
+			continue
+		}
+		if resp.StatusCode/100 != 2 {
+			return body, &HTTPError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+		}
+		return body, nil
+	}
+	return nil, lastErr
+}
+
+// Get reads path from pod's port.
+func (p *Pods) Get(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
+	raw, err := p.do(ctx, http.MethodGet, pod, port, path, query)
+	if err != nil {
+		return nil, fmt.Errorf("GET %s from %s/%s:%s: %w", path, pod.Namespace, pod.Name, port, err)
+	}
+	return raw, nil
+}
+
+// Post sends an empty POST to path on pod's port, with query as its
+// parameters, and returns the answer. The error carries the answer's body
+// (a fake says there why it refused).
+func (p *Pods) Post(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
+	raw, err := p.do(ctx, http.MethodPost, pod, port, path, query)
+	if err != nil {
+		return nil, fmt.Errorf("POST %s to %s/%s:%s: %w", path, pod.Namespace, pod.Name, port, err)
 	}
 	return raw, nil
 }
 
 // GetJSON reads path from pod's port (Get) and decodes the JSON answer
 // into out.
-func GetJSON(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, path string, query map[string]string, out any) error {
-	raw, err := Get(ctx, cs, pod, port, path, query)
+func (p *Pods) GetJSON(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string, out any) error {
+	raw, err := p.Get(ctx, pod, port, path, query)
 	if err != nil {
-		return fmt.Errorf("GET %s from %s/%s: %w", path, pod.Namespace, pod.Name, err)
+		return err
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
 		return fmt.Errorf("GET %s from %s/%s: %w: %.200s", path, pod.Namespace, pod.Name, err, raw)
@@ -58,8 +223,8 @@ func GetJSON(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, pa
 
 // PostJSON posts to path on pod's port (Post) and decodes the JSON answer
 // into out.
-func PostJSON(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, path string, query map[string]string, out any) error {
-	raw, err := Post(ctx, cs, pod, port, path, query)
+func (p *Pods) PostJSON(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string, out any) error {
+	raw, err := p.Post(ctx, pod, port, path, query)
 	if err != nil {
 		return err
 	}
@@ -67,6 +232,49 @@ func PostJSON(ctx context.Context, cs kubernetes.Interface, pod *v1.Pod, port, p
 		return fmt.Errorf("POST %s to %s/%s: %w: %.200s", path, pod.Namespace, pod.Name, err, raw)
 	}
 	return nil
+}
+
+// PortForward forwards a local port on 127.0.0.1 to port of pod through the
+// API server, as kubectl port-forward does (client-go's portforward). It
+// returns the local address and a stop function.
+func PortForward(ctx context.Context, config *rest.Config, pod *v1.Pod, port int) (string, func(), error) {
+	transport, upgrader, err := spdy.RoundTripperFor(config)
+	if err != nil {
+		return "", nil, err
+	}
+	core := rest.CopyConfig(config)
+	core.APIPath = "/api"
+	core.GroupVersion = &v1.SchemeGroupVersion
+	core.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.RESTClientFor(core)
+	if err != nil {
+		return "", nil, err
+	}
+	req := rc.Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward")
+	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
+	stop, ready := make(chan struct{}), make(chan struct{})
+	var errOut bytes.Buffer
+	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, &errOut)
+	if err != nil {
+		return "", nil, err
+	}
+	failed := make(chan error, 1)
+	go func() { failed <- fw.ForwardPorts() }()
+	select {
+	case <-ready:
+	case err := <-failed:
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: %v %s", pod.Namespace, pod.Name, port, err, errOut.String())
+	case <-ctx.Done():
+		close(stop)
+		return "", nil, ctx.Err()
+	}
+	ports, err := fw.GetPorts()
+	if err != nil || len(ports) == 0 {
+		close(stop)
+		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: no local port (%v)", pod.Namespace, pod.Name, port, err)
+	}
+	var once sync.Once
+	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local), func() { once.Do(func() { close(stop) }) }, nil
 }
 
 // PodOnNode returns the pod of a DaemonSet-like deployment (its pods in

@@ -86,13 +86,14 @@ func (d Driver) Config(spec faultspec.FaultSpec, requests ...string) (resourceap
 // Client reaches one deployment of the fake drivers (fixtures/dra in
 // namespace).
 type Client struct {
+	pods      *podproxy.Pods
 	cs        kubernetes.Interface
 	namespace string
 }
 
 // New returns the client of the deployment in namespace.
-func New(cs kubernetes.Interface, namespace string) *Client {
-	return &Client{cs: cs, namespace: namespace}
+func New(pods *podproxy.Pods, namespace string) *Client {
+	return &Client{pods: pods, cs: pods.ClientSet(), namespace: namespace}
 }
 
 // Pods returns the driver's running pods, one per node.
@@ -163,7 +164,7 @@ func (n Node) get(ctx context.Context, path string, query map[string]string, out
 	if err != nil {
 		return err
 	}
-	return podproxy.GetJSON(ctx, n.c.cs, pod, HTTPPort, path, query, out)
+	return n.c.pods.GetJSON(ctx, pod, HTTPPort, path, query, out)
 }
 
 func (n Node) post(ctx context.Context, path string, query map[string]string, out any) error {
@@ -171,7 +172,7 @@ func (n Node) post(ctx context.Context, path string, query map[string]string, ou
 	if err != nil {
 		return err
 	}
-	if err := podproxy.PostJSON(ctx, n.c.cs, pod, HTTPPort, path, query, out); err != nil {
+	if err := n.c.pods.PostJSON(ctx, pod, HTTPPort, path, query, out); err != nil {
 		return fmt.Errorf("%s on %s: %w", n.Driver.Name, n.Name, err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
@@ -11,10 +12,11 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 
+	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
@@ -65,42 +67,41 @@ func TestInvalidFaultSpecIsWrittenAsGiven(t *testing.T) {
 	}
 }
 
-func TestControlsThroughThePodProxy(t *testing.T) {
-	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "dra", Name: "driver-x"}, Spec: v1.PodSpec{NodeName: "node-1"}}
+func TestControlsThroughPortForwards(t *testing.T) {
+	sel, err := labels.ConvertSelectorToLabelsMap(client.First.Selector)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "dra", Name: "driver-x", UID: "uid-x", Labels: sel}, Spec: v1.PodSpec{NodeName: "node-1"}}
 	reply := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	}
 	var failQuery string
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /api/v1/namespaces/dra/pods", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("labelSelector") != client.First.Selector {
-			reply(w, v1.PodList{})
-			return
-		}
-		reply(w, v1.PodList{Items: []v1.Pod{pod}})
-	})
-	mux.HandleFunc("GET /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/calls", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("GET /calls", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, calls.Report{ClaimUID: r.URL.Query().Get("claimUID"), Summary: calls.Summary{PrepareCalls: 1}})
 	})
-	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/devices/fail", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /devices/fail", func(w http.ResponseWriter, r *http.Request) {
 		failQuery = r.URL.RawQuery
 		reply(w, driver.FailResponse{Device: driver.DeviceState{Device: r.URL.Query().Get("device")}})
 	})
-	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/devices/repair", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /devices/repair", func(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown device", http.StatusBadRequest)
 	})
-	mux.HandleFunc("POST /api/v1/namespaces/dra/pods/http:driver-x:8080/proxy/reset", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, driver.RepairResponse{Repaired: []string{"dev-1"}})
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
-	if err != nil {
-		t.Fatal(err)
-	}
+	pods := podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), error) {
+		if p.Name != "driver-x" || port != 8080 {
+			return "", nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
+		}
+		return srv.Listener.Addr().String(), func() {}, nil
+	})
 	ctx := context.Background()
-	drivers := client.New(cs, "dra")
+	drivers := client.New(pods, "dra")
 	node := drivers.On("node-1", client.First)
 
 	rep, err := node.Calls(ctx, "uid-1")

@@ -22,6 +22,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/errortype"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
 // DefaultDriverName is the driver name used by the manifests in fixtures/dra.
@@ -33,6 +34,10 @@ type Config struct {
 	DriverName string
 	NodeName   string
 	KubeClient kubernetes.Interface
+	// Gate decides in which namespaces a claim's FaultSpec may act
+	// (required): elsewhere the driver ignores it and prepares normally,
+	// so that no tenant of a shared cluster can make it fail pods.
+	Gate scope.Gate
 	// Devices is how many devices (dev-0 .. dev-N-1) this node publishes.
 	Devices int
 	// PluginDataDir holds dra.sock; RegistrarDir is the kubelet's
@@ -106,6 +111,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	if cfg.KubeClient == nil {
 		return nil, errors.New("kube client is required")
+	}
+	if cfg.Gate == nil {
+		return nil, errors.New("fault scope gate is required")
 	}
 	if cfg.Devices < 0 {
 		return nil, fmt.Errorf("devices must not be negative, got %d", cfg.Devices)

@@ -17,14 +17,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/klog/v2"
 	"k8s.io/klog/v2/ktesting"
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
 const (
-	testNode      = "node-a"
+	testNode = "node-a"
+	// testNamespace is the one namespace the harness's fault scope gate
+	// allows, as if faultline's specs had labelled it.
 	testNamespace = "ns"
 )
 
@@ -35,6 +39,7 @@ type harness struct {
 	ctx    context.Context
 	client *fake.Clientset
 	drv    *Driver
+	logger klog.Logger
 	conn   *grpc.ClientConn
 	dra    drapbv1.DRAPluginClient
 }
@@ -42,8 +47,9 @@ type harness struct {
 func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 	t.Helper()
 	t.Parallel() // each harness waits ~1s for the ResourceSlice informer
-	_, ctx := ktesting.NewTestContext(t)
-	ctx, cancel := context.WithCancel(ctx)
+	// Buffered too, so that tests can check what the driver logged.
+	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
+	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
 
 	objs := []runtime.Object{&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode, UID: "node-uid"}}}
 	for _, c := range claims {
@@ -68,6 +74,7 @@ func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 	drv, err := Start(ctx, Config{
 		NodeName:      testNode,
 		KubeClient:    client,
+		Gate:          scope.Static{testNamespace},
 		Devices:       4,
 		PluginDataDir: pluginDir,
 		RegistrarDir:  regDir,
@@ -93,7 +100,12 @@ func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 			}
 		}
 	})
-	return &harness{t: t, ctx: ctx, client: client, drv: drv, conn: conn, dra: drapbv1.NewDRAPluginClient(conn)}
+	return &harness{t: t, ctx: ctx, client: client, drv: drv, logger: logger, conn: conn, dra: drapbv1.NewDRAPluginClient(conn)}
+}
+
+// logs is what the driver logged so far.
+func (h *harness) logs() string {
+	return h.logger.GetSink().(ktesting.Underlier).GetBuffer().String()
 }
 
 func claimRefs(claims ...*resourceapi.ResourceClaim) []*drapbv1.Claim {

@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/resourceclaim"
+	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
@@ -41,8 +43,11 @@ func (p *plan) devices() []calls.Device {
 	return out
 }
 
-// planFor resolves the claim's FaultSpecs onto its allocated devices.
-func (d *Driver) planFor(claim *resourceapi.ResourceClaim) *plan {
+// planFor resolves the claim's FaultSpecs onto its allocated devices. The
+// FaultSpecs only act in namespaces the fault scope gate allows (faultline's
+// own); in any other namespace the claim gets its devices without faults,
+// whatever its config says (valid or not), and a warning says why.
+func (d *Driver) planFor(ctx context.Context, claim *resourceapi.ResourceClaim) *plan {
 	p := &plan{}
 	for _, r := range d.ourResults(claim) {
 		p.targets = append(p.targets, target{Device: calls.Device{Pool: r.Pool, Device: r.Device, Request: r.Request}})
@@ -50,7 +55,23 @@ func (d *Driver) planFor(claim *resourceapi.ResourceClaim) *plan {
 	if claim.Status.Allocation == nil {
 		return p
 	}
-	for i, cfg := range claim.Status.Allocation.Devices.Config {
+	configs := claim.Status.Allocation.Devices.Config
+	ours := slices.ContainsFunc(configs, func(cfg resourceapi.DeviceAllocationConfiguration) bool {
+		return cfg.Opaque != nil && cfg.Opaque.Driver == d.cfg.DriverName
+	})
+	if !ours {
+		// Nothing to inject: no need to ask the gate (and the API server).
+		return p
+	}
+	// Asked for every claim with a config of ours, whatever its source: a
+	// DeviceClass's config acts in every namespace that uses the class.
+	if allowed, reason := d.cfg.Gate.Allows(ctx, claim.Namespace); !allowed {
+		klog.FromContext(ctx).Info("Ignoring FaultSpec: faults only act in faultline's namespaces, the claim gets none",
+			"claim", klog.KObj(claim), "claimUID", claim.UID, "namespace", claim.Namespace, "reason", reason)
+		p.warnings = append(p.warnings, "FaultSpec ignored, faults only act in faultline's namespaces: "+reason)
+		return p
+	}
+	for i, cfg := range configs {
 		if cfg.Opaque == nil || cfg.Opaque.Driver != d.cfg.DriverName {
 			continue
 		}

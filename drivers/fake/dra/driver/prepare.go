@@ -35,12 +35,18 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		plan    *plan
 		stalled []calls.Device
 	}
+	// Plans first, without d.mu: the fault scope gate may ask the API
+	// server about a claim's namespace.
+	plans := make([]*plan, len(claims))
+	for i, claim := range claims {
+		plans[i] = d.planFor(ctx, claim)
+	}
 	works := make([]*work, 0, len(claims))
 	d.mu.Lock()
-	for _, claim := range claims {
+	for i, claim := range claims {
 		st := d.state(claim.UID, claim.Namespace, claim.Name)
 		st.attempts[calls.Prepare]++
-		st.plan = d.planFor(claim)
+		st.plan = plans[i]
 		works = append(works, &work{claim: claim, st: st, attempt: st.attempts[calls.Prepare], plan: st.plan})
 	}
 	d.mu.Unlock()

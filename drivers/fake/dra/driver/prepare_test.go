@@ -368,3 +368,53 @@ func TestBatchOfClaims(t *testing.T) {
 		t.Errorf("bad claim error_type %v", et)
 	}
 }
+
+// A FaultSpec only acts in namespaces the gate allows: a claim elsewhere is
+// prepared and unprepared normally, even with an invalid FaultSpec, and its
+// call record says why; a claim in an allowed namespace in the same call
+// still fails.
+func TestFaultSpecOutsideFaultlineNamespacesIgnored(t *testing.T) {
+	tenant := func(c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+		c.Namespace = "tenant"
+		return c
+	}
+	broken := tenant(newClaim("broken", []alloc{{"gpu", "dev-0"}},
+		faultConfig(prepareFaultsSpec(`{"type":"Permanent","reason":"DeviceFailed"}`)),
+		faultConfig(unprepareFaultsSpec(`{"type":"Transient","count":3}`))))
+	invalid := tenant(newClaim("invalid", []alloc{{"gpu", "dev-1"}}, faultConfig(`{"kind":"nonsense"}`)))
+	ours := newClaim("ours", []alloc{{"gpu", "dev-2"}}, faultConfig(prepareFaultsSpec(`{"type":"Permanent","reason":"BadConfiguration"}`)))
+	h := newHarness(t, broken, invalid, ours)
+
+	resp, err := h.dra.NodePrepareResources(h.ctx, &drapbv1.NodePrepareResourcesRequest{Claims: claimRefs(broken, invalid, ours)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []*resourceapi.ResourceClaim{broken, invalid} {
+		res := resp.Claims[string(c.UID)]
+		if res == nil || res.Error != "" || len(res.Devices) != 1 {
+			t.Errorf("%s: must be prepared without faults, got %v", c.Name, res)
+		}
+		call := h.lastCall(c.UID)
+		if call.Outcome != calls.Prepared || len(call.Warnings) != 1 {
+			t.Fatalf("%s: recorded %+v", c.Name, call)
+		}
+		mustContain(t, call.Warnings[0], "FaultSpec ignored", `namespace "tenant"`)
+		mustContain(t, h.logs(), "Ignoring FaultSpec", `claim="tenant/`+c.Name+`"`, `namespace="tenant"`, `reason="namespace \"tenant\" is not one of [ns]"`)
+		if e := h.unprepare(c); e != "" {
+			t.Errorf("%s: unprepare faults must be ignored too: %q", c.Name, e)
+		}
+	}
+	if res := resp.Claims[string(ours.UID)]; res == nil || !strings.Contains(res.Error, "[permanent/BadConfiguration]") {
+		t.Errorf("the claim in the allowed namespace must still fail: %v", res)
+	}
+	if taints := h.deviceTaints("dev-0"); len(taints) != 0 {
+		t.Errorf("an ignored DeviceFailed must not taint: %v", taints)
+	}
+	claim, err := h.client.ResourceV1().ResourceClaims("tenant").Get(h.ctx, broken.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(claim.Status.Devices) != 1 || !apimeta.IsStatusConditionTrue(claim.Status.Devices[0].Conditions, ConditionReady) {
+		t.Errorf("status.devices: %+v", claim.Status.Devices)
+	}
+}

@@ -95,7 +95,7 @@ func (d *Driver) planFromAPI(ctx context.Context, ref kubeletplugin.NamespacedOb
 		klog.FromContext(ctx).V(2).Info("Claim unknown and not retrievable, unprepare without faults", "claim", klog.KRef(ref.Namespace, ref.Name), "claimUID", ref.UID, "err", err)
 		return &plan{}
 	}
-	p := d.planFor(claim)
+	p := d.planFor(ctx, claim)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if st := d.claims[ref.UID]; st != nil && st.plan == nil {

@@ -99,13 +99,14 @@ func Annotations(annotations ...Annotation) map[string]string {
 // Client reaches one deployment of the fake plugin (fixtures/nri in
 // namespace).
 type Client struct {
+	pods      *podproxy.Pods
 	cs        kubernetes.Interface
 	namespace string
 }
 
 // New returns the client of the deployment in namespace.
-func New(cs kubernetes.Interface, namespace string) *Client {
-	return &Client{cs: cs, namespace: namespace}
+func New(pods *podproxy.Pods, namespace string) *Client {
+	return &Client{pods: pods, cs: pods.ClientSet(), namespace: namespace}
 }
 
 // Namespace is where the deployment runs.
@@ -139,7 +140,7 @@ func (c *Client) RuntimeState(ctx context.Context, node, podUID string) (*runtim
 		return nil, err
 	}
 	var s runtimestate.State
-	if err := podproxy.GetJSON(ctx, c.cs, pod, RuntimeStatePort, "/runtime", map[string]string{"podUID": podUID}, &s); err != nil {
+	if err := c.pods.GetJSON(ctx, pod, RuntimeStatePort, "/runtime", map[string]string{"podUID": podUID}, &s); err != nil {
 		return nil, fmt.Errorf("runtime state on %s: %w", node, err)
 	}
 	return &s, nil
@@ -196,7 +197,7 @@ func (p Plugin) events(ctx context.Context, query map[string]string) ([]record.E
 		return nil, err
 	}
 	var out []record.Event
-	if err := podproxy.GetJSON(ctx, p.c.cs, pod, p.Instance.Port, "/events", query, &out); err != nil {
+	if err := p.c.pods.GetJSON(ctx, pod, p.Instance.Port, "/events", query, &out); err != nil {
 		return nil, fmt.Errorf("record of %s: %w", p, err)
 	}
 	return out, nil

@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -10,8 +11,10 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/kubernetes/fake"
+
+	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
@@ -19,41 +22,58 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
 )
 
-// apiServer answers what the client asks the API server: the plugin's pod
-// on node-1, and the pod proxy to its instances and runtime-state ports.
-func apiServer(t *testing.T) kubernetes.Interface {
+// pods answers what the client asks: the plugin's pod on node-1 (from a
+// fake clientset), and its instances' and runtime-state's HTTP servers
+// (through a stand-in for the port-forward, which maps each port to a test
+// server).
+func pods(t *testing.T) *podproxy.Pods {
 	t.Helper()
-	pod := v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "nri", Name: "plugin-x"}, Spec: v1.PodSpec{NodeName: "node-1"}}
-	mux := http.NewServeMux()
+	pod := &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "nri", Name: "plugin-x", UID: "uid-x",
+		Labels: labelsOf(t, client.Selector)}, Spec: v1.PodSpec{NodeName: "node-1"}}
 	reply := func(w http.ResponseWriter, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(v)
 	}
-	mux.HandleFunc("GET /api/v1/namespaces/nri/pods", func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Query().Get("labelSelector") != client.Selector || r.URL.Query().Get("fieldSelector") != "spec.nodeName=node-1" {
-			reply(w, v1.PodList{})
-			return
+	servers := map[int]*httptest.Server{
+		8081: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/events" {
+				http.NotFound(w, r)
+				return
+			}
+			reply(w, []record.Event{{Seq: 1, Plugin: client.B.Name, Event: "RunPodSandbox", PodUID: r.URL.Query().Get("podUID"), Result: record.Error}})
+		})),
+		8083: httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/runtime" {
+				http.NotFound(w, r)
+				return
+			}
+			reply(w, runtimestate.State{Runtime: "containerd " + r.URL.Query().Get("podUID")})
+		})),
+	}
+	for _, s := range servers {
+		t.Cleanup(s.Close)
+	}
+	return podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), error) {
+		s, ok := servers[port]
+		if !ok || p.Name != "plugin-x" {
+			return "", nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
 		}
-		reply(w, v1.PodList{Items: []v1.Pod{pod}})
+		return s.Listener.Addr().String(), func() {}, nil
 	})
-	mux.HandleFunc("GET /api/v1/namespaces/nri/pods/http:plugin-x:8081/proxy/events", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, []record.Event{{Seq: 1, Plugin: client.B.Name, Event: "RunPodSandbox", PodUID: r.URL.Query().Get("podUID"), Result: record.Error}})
-	})
-	mux.HandleFunc("GET /api/v1/namespaces/nri/pods/http:plugin-x:8083/proxy/runtime", func(w http.ResponseWriter, r *http.Request) {
-		reply(w, runtimestate.State{Runtime: "containerd " + r.URL.Query().Get("podUID")})
-	})
-	srv := httptest.NewServer(mux)
-	t.Cleanup(srv.Close)
-	cs, err := kubernetes.NewForConfig(&rest.Config{Host: srv.URL})
+}
+
+func labelsOf(t *testing.T, selector string) map[string]string {
+	t.Helper()
+	set, err := labels.ConvertSelectorToLabelsMap(selector)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cs
+	return set
 }
 
-func TestReadsThroughThePodProxy(t *testing.T) {
+func TestReadsThroughPortForwards(t *testing.T) {
 	ctx := context.Background()
-	plugins := client.New(apiServer(t), "nri")
+	plugins := client.New(pods(t), "nri")
 
 	events, err := plugins.On("node-1", client.B).Events(ctx, "uid-1")
 	if err != nil {

@@ -25,6 +25,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
 const (
@@ -300,6 +301,8 @@ func startInstance(t *testing.T, socket, name, index string, opts ...instanceOpt
 	cfg := plugin.Config{
 		Name: name, Index: index, SocketPath: socket,
 		Recorder: rec, Counter: cnt, Logger: log,
+		// newPod's namespace: faults act unless a test says otherwise.
+		Gate:       scope.Static{"ns"},
 		Exit:       func(code int) { in.exits <- code },
 		Dial:       in.conns.dial,
 		MinBackoff: 20 * time.Millisecond,

@@ -87,9 +87,13 @@ func (p *Plugin) failure(what, event string, t target, cause error) error {
 	return errors.New(msg)
 }
 
-// handle records one event and injects the fault the pod asks for.
-func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.PodSandbox, ctr *api.Container) error {
+// handle records one event and injects the fault the pod asks for, if
+// the gate allows faults in the pod's namespace.
+func (p *Plugin) handle(ctx context.Context, s *session, event string, pod *api.PodSandbox, ctr *api.Container) error {
 	t := targetOf(pod, ctr)
+	if event == "RemovePodSandbox" {
+		defer p.forget(pod.GetId())
+	}
 	entry := p.cfg.Recorder.Begin(record.Event{
 		Event:         event,
 		PodNamespace:  t.namespace,
@@ -100,7 +104,7 @@ func (p *Plugin) handle(_ context.Context, s *session, event string, pod *api.Po
 		ContainerID:   t.id,
 	})
 
-	fault, err := faults.For(pod.GetAnnotations(), p.cfg.Name, event, t.container)
+	fault, err := faults.For(p.faultAnnotations(ctx, event, pod), p.cfg.Name, event, t.container)
 	// note is said in the record of an event that goes on despite a
 	// malformed annotation.
 	note := ""

@@ -1,9 +1,10 @@
 // Package plugin is the fake NRI plugin: an external plugin on NRI's stub
 // that subscribes to every pod and container event, records each one and
 // injects the faults that the pod's annotations ask for (see package
-// faults). It keeps reconnecting to the runtime until stopped, because the
-// runtime drops a plugin that times out and forgets it when it restarts,
-// and specs need the plugin back for later events.
+// faults), only in the namespaces its scope.Gate allows. It keeps
+// reconnecting to the runtime until stopped, because the runtime drops a
+// plugin that times out and forgets it when it restarts, and specs need the
+// plugin back for later events.
 package plugin
 
 import (
@@ -21,6 +22,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
 // CrashExitCode is the exit code of an injected crash, so that specs can
@@ -41,6 +43,9 @@ type Config struct {
 	Recorder   *record.Recorder
 	Counter    *counter.Counter
 	Logger     *slog.Logger
+	// Gate says in which namespaces fault annotations act; elsewhere they
+	// are ignored with a log line. Required, so that no caller forgets it.
+	Gate scope.Gate
 	// Exit ends the process for a crash fault: os.Exit in production. A
 	// test passes a function that returns; the plugin then acts dead (drops
 	// its connection, Run returns ErrExited).
@@ -70,6 +75,9 @@ type Plugin struct {
 	running bool
 	exited  bool
 	stopRun context.CancelFunc
+
+	scopeMu sync.Mutex
+	inScope map[string]bool // the gate's answer per pod sandbox ID
 }
 
 // New checks cfg and returns a plugin; Run connects it.
@@ -83,8 +91,8 @@ func New(cfg Config) (*Plugin, error) {
 	if err := faults.ValidateInstance(cfg.Name); err != nil {
 		return nil, err
 	}
-	if cfg.Recorder == nil || cfg.Counter == nil || cfg.Exit == nil {
-		return nil, errors.New("plugin: Recorder, Counter and Exit are required")
+	if cfg.Recorder == nil || cfg.Counter == nil || cfg.Exit == nil || cfg.Gate == nil {
+		return nil, errors.New("plugin: Recorder, Counter, Gate and Exit are required")
 	}
 	if cfg.SocketPath == "" {
 		cfg.SocketPath = api.DefaultSocketPath
@@ -102,8 +110,9 @@ func New(cfg Config) (*Plugin, error) {
 		cfg.MaxBackoff = max(5*time.Second, cfg.MinBackoff)
 	}
 	return &Plugin{
-		cfg: cfg,
-		log: cfg.Logger.With("plugin", cfg.Name, "index", cfg.Index),
+		cfg:     cfg,
+		log:     cfg.Logger.With("plugin", cfg.Name, "index", cfg.Index),
+		inScope: map[string]bool{},
 	}, nil
 }
 

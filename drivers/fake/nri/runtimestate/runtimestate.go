@@ -2,8 +2,10 @@
 // runtime hold for this pod?" from the runtime's own CRI API, so that specs
 // can prove a failed request left nothing behind and a deleted pod is gone
 // completely. It runs next to the fake NRI plugin (fake-nri-plugin
-// runtime-state) and is read through the API server's pod proxy, like the
-// plugin's event record, so no spec needs a shell on the node.
+// runtime-state), listens on the pod's loopback only (the runtime's state
+// is for the specs, not the pod network) and is read through a
+// port-forward, like the plugin's event record, so no spec needs a shell on
+// the node.
 //
 // It only lists; it never changes the runtime's state.
 package runtimestate

@@ -2,7 +2,9 @@
 // a DaemonSet, publishes --devices fake devices per node and injects the
 // failures that each ResourceClaim declares in its opaque FaultSpec config.
 //
-// HTTP (--http-address, reach it through the API server's pod proxy):
+// HTTP (--http-address, loopback only: it has no authentication, so
+// nothing on the pod network may reach it; tests reach it through
+// port-forward, the readiness probe through /usr/local/bin/probe):
 //
 //	GET  /healthz              200 once the kubelet registered the plugin
 //	GET  /calls[?claimUID=U]   call record and per-claim summary (JSON)
@@ -36,6 +38,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
 func main() {
@@ -44,7 +47,7 @@ func main() {
 		driverName     = flag.String("driver-name", driver.DefaultDriverName, "DRA driver name; DeviceClass selectors and claim configs must use the same")
 		nodeName       = flag.String("node-name", os.Getenv("NODE_NAME"), "name of this node (default $NODE_NAME); also the pool name")
 		devices        = flag.Int("devices", 4, "number of devices to publish (dev-0 .. dev-N-1)")
-		httpAddress    = flag.String("http-address", ":8080", "listen address of the HTTP API (/healthz, /calls, /devices, /devices/fail, /devices/repair, /reset)")
+		httpAddress    = flag.String("http-address", "127.0.0.1:8080", "listen address of the HTTP API (/healthz, /calls, /devices, /devices/fail, /devices/repair, /reset); the host must be a loopback IP")
 		pluginDataDir  = flag.String("plugin-data-dir", "", "directory for dra.sock (default "+kubeletplugin.KubeletPluginsDir+"/<driver-name>)")
 		registrarDir   = flag.String("registrar-dir", kubeletplugin.KubeletRegistryDir, "kubelet plugin registration directory")
 		kubeconfig     = flag.String("kubeconfig", "", "kubeconfig for running outside a cluster (default: in-cluster config)")
@@ -53,6 +56,10 @@ func main() {
 		claimStatus    = flag.Bool("claim-status", true, "write per-device conditions into ResourceClaim status.devices")
 	)
 	flag.Parse()
+	if err := loopbackOnly(*httpAddress); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra-driver:", err)
+		os.Exit(2)
+	}
 
 	if err := run(config{
 		driverName: *driverName, nodeName: *nodeName, devices: *devices, httpAddress: *httpAddress,
@@ -78,15 +85,33 @@ type config struct {
 	onListening func(addr string)
 }
 
+// loopbackOnly refuses an HTTP address whose host is not a loopback IP
+// (":8080" listens on every interface, a name may resolve to anything): the
+// HTTP API breaks devices on request and has no authentication.
+func loopbackOnly(address string) error {
+	host, _, err := net.SplitHostPort(address)
+	if err != nil {
+		return fmt.Errorf("--http-address %q: %w", address, err)
+	}
+	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
+		return fmt.Errorf("--http-address %q: the host must be a loopback IP such as 127.0.0.1: the HTTP API has no authentication, so nothing on the pod network may reach it (use port-forward)", address)
+	}
+	return nil
+}
+
 func run(cfg config) error {
 	if cfg.nodeName == "" {
 		return errors.New("--node-name or $NODE_NAME is required")
 	}
+	// main refused it already; checked here too because run is what listens.
+	if err := loopbackOnly(cfg.httpAddress); err != nil {
+		return err
+	}
 	if cfg.pluginDataDir == "" {
 		cfg.pluginDataDir = path.Join(kubeletplugin.KubeletPluginsDir, cfg.driverName)
 	}
-	// kubeletplugin requires the directory; the DaemonSet only mounts its
-	// parent, so that the driver name stays a flag.
+	// kubeletplugin requires the directory. The DaemonSet's hostPath
+	// (DirectoryOrCreate) creates it already; this is for running elsewhere.
 	if err := os.MkdirAll(cfg.pluginDataDir, 0o750); err != nil {
 		return fmt.Errorf("create plugin data directory: %w", err)
 	}
@@ -108,11 +133,19 @@ func run(cfg config) error {
 	defer cancel(nil)
 	logger := klog.FromContext(ctx)
 
+	// FaultSpecs only act in namespaces labelled by faultline's specs
+	// (scope.NamespaceLabel); the gate reads the labels from the API server.
+	gate, err := scope.NewAPIGate(ctx, client)
+	if err != nil {
+		return err
+	}
+
 	recorder := calls.NewRecorder()
 	drv, err := driver.Start(ctx, driver.Config{
 		DriverName:     cfg.driverName,
 		NodeName:       cfg.nodeName,
 		KubeClient:     client,
+		Gate:           gate,
 		Devices:        cfg.devices,
 		PluginDataDir:  cfg.pluginDataDir,
 		RegistrarDir:   cfg.registrarDir,

@@ -122,3 +122,31 @@ func get(t *testing.T, url string) (int, string) {
 	body, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(body)
 }
+
+// The HTTP API has no authentication: only loopback IPs are accepted, and
+// run refuses anything else before it listens.
+func TestLoopbackOnly(t *testing.T) {
+	for addr, ok := range map[string]bool{
+		"127.0.0.1:8080":  true,
+		"127.0.0.2:8080":  true,
+		"[::1]:8080":      true,
+		":8080":           false, // every interface
+		"0.0.0.0:8080":    false,
+		"[::]:8080":       false,
+		"10.244.1.7:8080": false,
+		"localhost:8080":  false, // a name may resolve to anything
+		"127.0.0.1":       false, // no port
+	} {
+		err := loopbackOnly(addr)
+		if (err == nil) != ok {
+			t.Errorf("%q: %v", addr, err)
+		}
+		if err != nil && !strings.Contains(err.Error(), "--http-address") {
+			t.Errorf("%q: the error must name the flag: %v", addr, err)
+		}
+	}
+	err := run(config{driverName: driver.DefaultDriverName, nodeName: "node-a", httpAddress: ":0"})
+	if err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("run with a non-loopback address: %v", err)
+	}
+}

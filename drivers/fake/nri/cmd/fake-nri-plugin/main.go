@@ -7,6 +7,12 @@
 // "fake-nri-plugin runtime-state" instead serves what the runtime holds
 // for a pod (its sandboxes and containers, listed over CRI), see package
 // runtimestate.
+//
+// Every HTTP server listens on loopback only (127.0.0.1 by default; any
+// other --http-address is refused): the specs reach it through port
+// forwarding, and nothing on the pod network may read the records or the
+// runtime's state. Faults act only in the namespaces --allow-faults-in
+// allows.
 package main
 
 import (
@@ -19,15 +25,27 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/containerd/nri/pkg/api"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+)
+
+// The default HTTP addresses: loopback, as checkLoopback demands.
+const (
+	defaultPluginAddress       = "127.0.0.1:8080"
+	defaultRuntimeStateAddress = "127.0.0.1:8083"
 )
 
 func main() {
@@ -43,20 +61,24 @@ func runRuntimeState(args []string) int {
 	fs := flag.NewFlagSet("runtime-state", flag.ContinueOnError)
 	var (
 		endpoint    = fs.String("cri-endpoint", "unix:///run/containerd/containerd.sock", "the runtime's CRI socket")
-		httpAddress = fs.String("http-address", ":8083", "address for GET /runtime and GET /healthz")
+		httpAddress = fs.String("http-address", defaultRuntimeStateAddress, "loopback address for GET /runtime and GET /healthz")
 		timeout     = fs.Duration("cri-timeout", 10*time.Second, "timeout of each CRI call")
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if err := checkLoopback(*httpAddress); err != nil {
+		log.Error(err.Error())
+		return 2
+	}
 	client, err := runtimestate.Dial(*endpoint, *timeout)
 	if err != nil {
 		log.Error("cannot start", "error", err)
 		return 2
 	}
 	defer client.Close()
-	ln, err := net.Listen("tcp", *httpAddress)
+	ln, err := listenLoopback(*httpAddress)
 	if err != nil {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
@@ -83,7 +105,9 @@ func run() int {
 		name          = flag.String("name", "", "plugin instance name; registers as <index>-<name> and selects annotations nri.faultline.k8s.io/<name>.<Event> (required)")
 		index         = flag.String("index", "", "two-digit plugin index, sets the call order among plugins (required)")
 		socketPath    = flag.String("socket-path", api.DefaultSocketPath, "the runtime's NRI socket")
-		httpAddress   = flag.String("http-address", ":8080", "address for GET /events and GET /healthz")
+		httpAddress   = flag.String("http-address", defaultPluginAddress, "loopback address for GET /events and GET /healthz")
+		allowFaultsIn = flag.String("allow-faults-in", "api", `where fault annotations act: "api" = namespaces labelled `+scope.NamespaceLabel+"="+scope.NamespaceLabelValue+
+			" (read from the API server with the pod's service account), or a comma-separated list of namespaces (outside a cluster)")
 		stateDir      = flag.String("state-dir", "", "directory that keeps the event record and fault counts across restarts of this instance (e.g. an emptyDir); empty: memory only")
 		maxEvents     = flag.Int("max-events", 10000, "records kept in memory")
 		validator     = flag.Bool("validator", false, "also subscribe to ValidateContainerAdjustment (the plugin then takes part in every container creation)")
@@ -99,6 +123,17 @@ func run() int {
 		log.Error("--name and --index are required")
 		return 2
 	}
+	if err := checkLoopback(*httpAddress); err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	namespaces, err := parseAllowFaultsIn(*allowFaultsIn)
+	if err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
 
 	rec, err := record.New(record.Options{Plugin: *name, Index: *index, Dir: *stateDir, Logger: log, Max: *maxEvents})
 	if err != nil {
@@ -115,6 +150,11 @@ func run() int {
 	if *failRequest || *keepConnected {
 		policy = &api.FailurePolicy{FailRequest: *failRequest, KeepConnected: *keepConnected}
 	}
+	gate, err := newGate(ctx, namespaces, log)
+	if err != nil {
+		log.Error("cannot start", "error", err)
+		return 1
+	}
 	p, err := plugin.New(plugin.Config{
 		Name:          *name,
 		Index:         *index,
@@ -122,6 +162,7 @@ func run() int {
 		Recorder:      rec,
 		Counter:       cnt,
 		Logger:        log,
+		Gate:          gate,
 		Exit:          os.Exit,
 		MinBackoff:    *reconnectMin,
 		MaxBackoff:    *reconnectMax,
@@ -134,7 +175,7 @@ func run() int {
 	}
 
 	// Listen before connecting so that a port clash fails at once.
-	ln, err := net.Listen("tcp", *httpAddress)
+	ln, err := listenLoopback(*httpAddress)
 	if err != nil {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
@@ -146,10 +187,8 @@ func run() int {
 		}
 	}()
 	log.Info("started", "plugin", *name, "index", *index, "socket", *socketPath,
-		"http", ln.Addr().String(), "stateDir", *stateDir, "boot", rec.Boot())
+		"http", ln.Addr().String(), "stateDir", *stateDir, "boot", rec.Boot(), "allowFaultsIn", *allowFaultsIn)
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
-	defer stop()
 	runErr := p.Run(ctx)
 
 	shutdown, cancel := context.WithTimeout(context.Background(), 2*time.Second)
@@ -160,4 +199,79 @@ func run() int {
 		return 1
 	}
 	return 0
+}
+
+// checkLoopback refuses an --http-address whose host is not a loopback
+// address: an empty host (":8080") would serve the records and the
+// runtime's state to the whole pod network.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err == nil && !isLoopbackHost(host) {
+		err = errors.New("the host must be 127.0.0.1, ::1 or localhost")
+	}
+	if err != nil {
+		return fmt.Errorf("--http-address %q: %v (the HTTP side is for port forwarding only; nothing on the pod network may reach it)", addr, err)
+	}
+	return nil
+}
+
+func isLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// listenLoopback listens on addr (checked by checkLoopback) and makes sure
+// the socket really is on loopback: "localhost" is resolved by the
+// container's /etc/hosts.
+func listenLoopback(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
+		ln.Close()
+		return nil, fmt.Errorf("--http-address %q listens on %s, not on loopback", addr, ln.Addr())
+	}
+	return ln, nil
+}
+
+// parseAllowFaultsIn reads --allow-faults-in: "api" gives nil (ask the API
+// server), anything else is a comma-separated list of namespaces.
+func parseAllowFaultsIn(v string) ([]string, error) {
+	if v == "api" {
+		return nil, nil
+	}
+	var namespaces []string
+	for n := range strings.SplitSeq(v, ",") {
+		n = strings.TrimSpace(n)
+		if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+			return nil, fmt.Errorf(`--allow-faults-in %q: %q is no namespace name (%s); want "api" or a comma-separated list of namespaces`, v, n, strings.Join(errs, "; "))
+		}
+		namespaces = append(namespaces, n)
+	}
+	return namespaces, nil
+}
+
+// newGate returns scope.Static for a list of namespaces, else a
+// scope.APIGate with the pod's in-cluster identity (it needs get, list
+// and watch on namespaces, fixtures/nri).
+func newGate(ctx context.Context, namespaces []string, log *slog.Logger) (scope.Gate, error) {
+	if namespaces != nil {
+		return scope.Static(namespaces), nil
+	}
+	// client-go logs with klog: keep the container log one JSON stream.
+	klog.SetSlogLogger(log.With("component", "client-go"))
+	config, err := rest.InClusterConfig()
+	if err != nil {
+		return nil, fmt.Errorf("--allow-faults-in=api needs the in-cluster API server: %w", err)
+	}
+	config.UserAgent = "fake-nri-plugin"
+	cs, err := kubernetes.NewForConfig(config)
+	if err != nil {
+		return nil, err
+	}
+	return scope.NewAPIGate(ctx, cs)
 }

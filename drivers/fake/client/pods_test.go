@@ -1,0 +1,82 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// testPods forwards every pod to the addresses in order, one per forward
+// opened, and counts the forwards.
+func testPods(addrs ...string) (*Pods, *int) {
+	opened := 0
+	p := NewPodsWith(nil, func(_ context.Context, _ *v1.Pod, _ int) (string, func(), error) {
+		if opened >= len(addrs) {
+			return "", nil, errors.New("no more forwards")
+		}
+		opened++
+		return addrs[opened-1], func() {}, nil
+	})
+	return p, &opened
+}
+
+var pod = &v1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "fake-0", UID: "uid-0"}}
+
+func TestPodsReuseForwardAndReportRefusals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("device") == "bad" {
+			http.Error(w, "unknown device \"bad\"", http.StatusBadRequest)
+			return
+		}
+		w.Write([]byte(`{"method":"` + r.Method + `","path":"` + r.URL.Path + `"}`))
+	}))
+	defer srv.Close()
+	p, opened := testPods(srv.Listener.Addr().String())
+	var out struct{ Method, Path string }
+	if err := p.GetJSON(context.Background(), pod, "8080", "/calls", nil, &out); err != nil || out.Method != "GET" || out.Path != "/calls" {
+		t.Fatalf("GET: %+v %v", out, err)
+	}
+	if err := p.PostJSON(context.Background(), pod, "8080", "/reset", nil, &out); err != nil || out.Method != "POST" {
+		t.Fatalf("POST: %+v %v", out, err)
+	}
+	_, err := p.Post(context.Background(), pod, "8080", "/devices/fail", map[string]string{"device": "bad"})
+	var httpErr *HTTPError
+	if !errors.As(err, &httpErr) || httpErr.Status != http.StatusBadRequest || httpErr.Body != `unknown device "bad"` {
+		t.Errorf("refusal: %v", err)
+	}
+	if *opened != 1 {
+		t.Errorf("opened %d forwards, want 1 reused", *opened)
+	}
+}
+
+// A forward that broke (the container restarted) is replaced once.
+func TestPodsReplaceBrokenForward(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	p, opened := testPods(deadAddr, srv.Listener.Addr().String())
+	if raw, err := p.Get(context.Background(), pod, "8080", "/healthz", nil); err != nil || string(raw) != "ok" {
+		t.Fatalf("got %q %v", raw, err)
+	}
+	if *opened != 2 {
+		t.Errorf("opened %d forwards, want 2", *opened)
+	}
+}
+
+func TestPodsRefuseNamedPorts(t *testing.T) {
+	p, _ := testPods()
+	if _, err := p.Get(context.Background(), pod, "http", "/", nil); err == nil {
+		t.Error("a port name must be refused: port-forward takes numbers")
+	}
+}
