@@ -54,6 +54,8 @@ var _ = describe(false, "kubelet with slow creation", framework.WithFeature(feat
 		}
 		pod.Annotations = ociruntime.SlowCreate{Request: token, SandboxDelay: sandboxDelay, ContainerDelay: containerDelay}.Annotations()
 		ginkgo.By(fmt.Sprintf("runtimeRequestTimeout %s: sandbox creation takes %s, container creation %s", timeout, sandboxDelay, containerDelay))
+		// The witnesses (the runtime's lists, runc-slow's log) are the node's.
+		e2epod.SetNodeSelection(&pod.Spec, e2epod.NodeSelection{Name: n.Name})
 		pod = e2epod.NewPodClient(f).Create(ctx, pod)
 		harness.OnFailure(func(ctx context.Context) {
 			records, _ := n.ociRecords(ctx, token)

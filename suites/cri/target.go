@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -46,6 +47,11 @@ type target struct {
 	hostSandboxID string
 	hostConfig    *runtimeapi.PodSandboxConfig
 	imageID       string
+	// store is containerd's own record of the containers it stored, on the
+	// NRI path (metadata.go); nil where runc-slow witnesses creations.
+	store *containerdStore
+	// sent is when the timed-out request was sent (timeOut).
+	sent time.Time
 }
 
 // newTarget prepares a target; for containers it starts the host pod first.
@@ -54,7 +60,41 @@ func newTarget(ctx context.Context, f *framework.Framework, n *node, stage strin
 	if stage == stageContainer {
 		t.startHostPod(ctx, f)
 	}
+	if t.slow.ViaNRI {
+		t.store = watchContainerdStore(ctx, t.token, n.conn, func(id string) bool { return t.nriAttempt(ctx, id) })
+		ginkgo.DeferCleanup(t.store.close)
+	}
 	return t
+}
+
+// reconnected points the witnesses at a new connection to the node's
+// runtime (after a restart).
+func (t *target) reconnected(n *node) {
+	t.node = n
+	if t.store != nil {
+		t.store.setConn(n.conn)
+	}
+}
+
+// nriAttempt reports whether the fake NRI plugin saw a CreateContainer of
+// the direct container with this ID.
+func (t *target) nriAttempt(ctx context.Context, id string) bool {
+	ids, _ := t.started(ctx)
+	for _, s := range ids {
+		if s == id {
+			return true
+		}
+	}
+	return false
+}
+
+// created returns the objects the runtime created for the token, in order:
+// containerd's store on the NRI path, runc-slow's OCI creates elsewhere.
+func (t *target) created(ctx context.Context) ([]string, error) {
+	if t.store != nil {
+		return t.store.createdIDs(), nil
+	}
+	return t.started(ctx)
 }
 
 func (t *target) startHostPod(ctx context.Context, f *framework.Framework) {
@@ -67,6 +107,8 @@ func (t *target) startHostPod(ctx context.Context, f *framework.Framework) {
 		pod.Annotations = nriclient.Annotations(nriclient.A.Fault("CreateContainer",
 			faults.Fault{Mode: faults.Stall, Stall: t.slow.Delay, Times: 1, Container: directContainer}))
 	}
+	// Its sandbox is read from this node's runtime.
+	e2epod.SetNodeSelection(&pod.Spec, e2epod.NodeSelection{Name: t.node.Name})
 	t.hostPod = e2epod.NewPodClient(f).CreateSync(ctx, pod)
 	sandboxes, err := t.node.CRI.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{Filter: &runtimeapi.PodSandboxFilter{
 		LabelSelector: map[string]string{"io.kubernetes.pod.uid": string(t.hostPod.UID)},
@@ -206,13 +248,29 @@ func (t *target) started(ctx context.Context) ([]string, error) {
 // errAbandoned marks a creation the runtime gave up instead of finishing.
 var errAbandoned = errors.New("creation abandoned")
 
+// abandonGrace is how long after its delay a creation must show in the
+// runtime's store before it counts as given up (NRI path).
+const abandonGrace = 5 * time.Second
+
 // finished reports whether the slow step of every started creation is over
-// (runc-slow handed over to runc). It returns an error when the runtime gave
-// the creation up instead: it deleted the object before the OCI create ran.
-// The NRI path cannot tell; it reports true (the stall is over by then).
+// (runc-slow handed over to runc; containerd stored the container). It
+// returns an error when the runtime gave the creation up instead: it deleted
+// the object before the OCI create ran, or containerd never stored the
+// container the timed-out request began.
 func (t *target) finished(ctx context.Context) (bool, error) {
-	if t.slow.ViaNRI {
-		return true, nil
+	if t.store != nil {
+		ids, err := t.started(ctx)
+		if err != nil || len(ids) == 0 {
+			return false, err
+		}
+		if stored, _ := t.store.stored(ids[0]); stored {
+			return true, nil
+		}
+		if time.Since(t.sent) > t.slow.Delay+abandonGrace {
+			return false, fmt.Errorf("%w: %s never stored the container %s that the timed-out request began (%s after the request, its delay was %s): "+
+				"it gave the creation up when the caller's deadline passed, so nothing is kept for the retry", errAbandoned, t.node.Runtime, ids[0], time.Since(t.sent).Round(time.Second), t.slow.Delay)
+		}
+		return false, nil
 	}
 	records, err := t.node.ociRecords(ctx, t.token)
 	if err != nil {
@@ -234,13 +292,16 @@ func (t *target) finished(ctx context.Context) (bool, error) {
 }
 
 // removed reports whether the runtime dropped the object: it does not know
-// the ID, and (runc-slow) the OCI runtime was told to delete it.
+// the ID, and its own record says it deleted it (runc-slow: the OCI runtime
+// was told to delete it; containerd: its store deleted the container, or
+// never stored it).
 func (t *target) removed(ctx context.Context, id string) (bool, error) {
 	if err := t.status(ctx, id); status.Code(err) != codes.NotFound {
 		return false, nil
 	}
-	if t.slow.ViaNRI {
-		return true, nil
+	if t.store != nil {
+		stored, deleted := t.store.stored(id)
+		return !stored || deleted, nil
 	}
 	records, err := t.node.ociRecords(ctx, t.token)
 	for _, r := range records {
@@ -261,8 +322,9 @@ func (t *target) kind() string {
 // cleanup removes whatever the target left in the runtime.
 func (t *target) cleanup(ctx context.Context) {
 	started, _ := t.started(ctx)
+	created, _ := t.created(ctx)
 	listed, _ := t.listed(ctx)
-	for _, id := range append(started, listed...) {
+	for _, id := range append(append(started, created...), listed...) {
 		if t.stage == stageSandbox {
 			_, _ = t.node.CRI.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 			_, _ = t.node.CRI.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
@@ -279,6 +341,9 @@ func (t *target) describe(ctx context.Context) string {
 	records, _ := t.node.ociRecords(ctx, t.token)
 	s := fmt.Sprintf("%s %s (attempt %d) on %s, runtime %s; %s\n  listed: %v (%v)\n  creations started: %v (%v)\n  runc-slow records:\n%s",
 		t.stage, t.token, t.attempt, t.node.Name, t.node.Runtime, t.slow, listed, lerr, started, serr, describeRecords(records))
+	if t.store != nil {
+		s += "  " + t.store.String() + "\n"
+	}
 	if t.slow.ViaNRI {
 		events, err := t.node.nriEvents(ctx, string(t.hostPod.UID))
 		s += fmt.Sprintf("  fake NRI plugin events of the host pod (%v):\n", err)

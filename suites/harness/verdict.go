@@ -15,6 +15,6 @@ import (
 // the requirement comes from; why says what the stack did instead.
 func NotImplemented(source, why string) {
 	ginkgo.GinkgoHelper()
-	ginkgo.AddReportEntry("verdict", "not implemented", source)
+	ginkgo.AddReportEntry("verdict", "not implemented ("+source+")")
 	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", report.NotImplementedPrefix, why, source))
 }

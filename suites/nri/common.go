@@ -118,6 +118,29 @@ func expectOnlyAttempt(ctx context.Context, f *framework.Framework, node string,
 	return s
 }
 
+// leakCheck bounds how soon after a failed attempt the runtime must hold
+// nothing of it. The runtime removes what a failing request made in that
+// request; the kubelet's garbage collection, which would remove a listed
+// leftover too, runs only once a minute, so a later look could credit the
+// runtime with the kubelet's cleanup.
+const leakCheck = 5 * time.Second
+
+// expectAttemptGone checks, right after an attempt failed, that the runtime
+// holds no sandbox or container with its ID.
+func expectAttemptGone(ctx context.Context, node string, pod *v1.Pod, id string) {
+	ginkgo.GinkgoHelper()
+	var desc string
+	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+		s, err := plugins().RuntimeState(ctx, node, string(pod.UID))
+		if err != nil {
+			return false, err
+		}
+		desc = FormatState(s)
+		return !slices.Contains(append(sandboxIDs(s), containerIDs(s)...), id), nil
+	}).WithTimeout(leakCheck).WithPolling(500*time.Millisecond).Should(gomega.BeTrue(),
+		"the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, desc)
+}
+
 // expectNoFailureEvents checks that the kubelet reported no failed CRI
 // request for pod.
 func expectNoFailureEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod) {

@@ -35,6 +35,8 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 			B.Fault("RunPodSandbox", faults.Fault{Mode: faults.Error, Times: failures})))
 		want := B.ErrorText("RunPodSandbox", pod, "")
 
+		firstRun := eventuallyRecorded(ctx, f, node, B, pod, "RunPodSandbox", record.Error, retryTimeout(1))[0]
+		expectAttemptGone(ctx, node, pod, firstRun.PodSandboxID)
 		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
 		ginkgo.By("the kubelet reports: " + ev.Message)
 
@@ -72,6 +74,8 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 			"the container status must carry the plugin's error while creation fails")
 		ginkgo.By("the container waits with " + waiting)
 		gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
+		firstCreate := eventuallyRecorded(ctx, f, node, B, pod, "CreateContainer", record.Error, retryTimeout(1))[0]
+		expectAttemptGone(ctx, node, pod, firstCreate.ContainerID)
 		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, retryTimeout(1))
 		ginkgo.By("the kubelet reports: " + ev.Message)
 

@@ -1,0 +1,221 @@
+package cri
+
+// containerd's CreateContainer runs no OCI create (the OCI runtime runs at
+// StartContainer), so runc-slow cannot witness it; the fake NRI plugin that
+// slows it only sees the hook calls that reach it. The witness here is
+// containerd's own store: its events service (/containers/create and
+// /containers/delete in the k8s.io namespace) and its container list,
+// spoken over the same socket as CRI (containerd serves both), through the
+// relay. Every container containerd stores passes through both; the CRI
+// layer's cache, if it had one, could not hide from them.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	eventtypes "github.com/containerd/containerd/api/events"
+	eventsapi "github.com/containerd/containerd/api/services/events/v1"
+	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+)
+
+// containerdNamespace is where containerd's CRI plugin keeps Kubernetes'
+// containers.
+const containerdNamespace = "k8s.io"
+
+// containerdStore records the containers containerd stored for one target's
+// token, from the start of the spec on.
+type containerdStore struct {
+	token string
+	// ours says whether an ID is a creation of the spec (the NRI record's
+	// attempts), for containers deleted before their labels could be read.
+	ours func(id string) bool
+
+	mu      sync.Mutex
+	cc      *grpc.ClientConn // the node's connection now (setConn after a runtime restart)
+	created []string // in the order containerd stored them
+	seen    map[string]bool
+	deleted map[string]bool
+	lastErr error
+	stop    context.CancelFunc
+	done    chan struct{}
+}
+
+// watchContainerdStore starts following containerd's store; stop it with
+// close. It subscribes to the events and also lists the token's containers
+// every 200 ms, so that neither the subscription's start nor a runtime
+// restart loses a container that lives longer than that.
+func watchContainerdStore(ctx context.Context, token string, cc *grpc.ClientConn, ours func(string) bool) *containerdStore {
+	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.WithoutCancel(ctx), "containerd-namespace", containerdNamespace))
+	s := &containerdStore{token: token, cc: cc, ours: ours, seen: map[string]bool{}, deleted: map[string]bool{}, stop: cancel, done: make(chan struct{})}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); s.follow(ctx) }()
+	go func() { defer wg.Done(); s.poll(ctx) }()
+	go func() { wg.Wait(); close(s.done) }()
+	s.list(ctx) // the state before the first request
+	return s
+}
+
+// setConn switches to a new connection to the node's runtime.
+func (s *containerdStore) setConn(cc *grpc.ClientConn) {
+	s.mu.Lock()
+	s.cc = cc
+	s.mu.Unlock()
+}
+
+func (s *containerdStore) conn() *grpc.ClientConn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.cc
+}
+
+func (s *containerdStore) close() {
+	s.stop()
+	<-s.done
+}
+
+// follow reads the events stream, subscribing again after it breaks.
+func (s *containerdStore) follow(ctx context.Context) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		err := s.subscribe(ctx)
+		s.note(err)
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *containerdStore) subscribe(ctx context.Context) error {
+	stream, err := eventsapi.NewEventsClient(s.conn()).Subscribe(ctx, &eventsapi.SubscribeRequest{Filters: []string{
+		fmt.Sprintf(`namespace==%q,topic=="/containers/create"`, containerdNamespace),
+		fmt.Sprintf(`namespace==%q,topic=="/containers/delete"`, containerdNamespace),
+	}})
+	if err != nil {
+		return err
+	}
+	for {
+		env, err := stream.Recv()
+		if err != nil {
+			return err
+		}
+		switch env.GetTopic() {
+		case "/containers/create":
+			var e eventtypes.ContainerCreate
+			if err := env.GetEvent().UnmarshalTo(&e); err != nil {
+				s.note(fmt.Errorf("decode %s: %w", env.GetTopic(), err))
+				continue
+			}
+			if mine, known := s.labelled(ctx, e.GetID()); mine || (!known && s.ours(e.GetID())) {
+				s.add(e.GetID())
+			}
+		case "/containers/delete":
+			var e eventtypes.ContainerDelete
+			if err := env.GetEvent().UnmarshalTo(&e); err != nil {
+				s.note(fmt.Errorf("decode %s: %w", env.GetTopic(), err))
+				continue
+			}
+			s.mu.Lock()
+			s.deleted[e.GetID()] = true
+			s.mu.Unlock()
+		}
+	}
+}
+
+// labelled reads a new container's labels: whether it carries the token,
+// and whether it could be read at all (a container already deleted again
+// counts only if the NRI record names it: ours).
+func (s *containerdStore) labelled(ctx context.Context, id string) (mine, known bool) {
+	resp, err := containersapi.NewContainersClient(s.conn()).Get(ctx, &containersapi.GetContainerRequest{ID: id})
+	if err != nil {
+		return false, false
+	}
+	return resp.GetContainer().GetLabels()[requestLabel] == s.token, true
+}
+
+func (s *containerdStore) poll(ctx context.Context) {
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			s.list(ctx)
+		}
+	}
+}
+
+func (s *containerdStore) list(ctx context.Context) {
+	resp, err := containersapi.NewContainersClient(s.conn()).List(ctx, &containersapi.ListContainersRequest{
+		Filters: []string{fmt.Sprintf(`labels.%q==%q`, requestLabel, s.token)},
+	})
+	if err != nil {
+		s.note(err)
+		return
+	}
+	ids := make([]string, 0, len(resp.GetContainers()))
+	for _, c := range resp.GetContainers() {
+		ids = append(ids, c.GetID())
+	}
+	sort.Strings(ids) // containerd lists in no particular order; events keep the real one
+	for _, id := range ids {
+		s.add(id)
+	}
+}
+
+func (s *containerdStore) add(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.seen[id] {
+		s.seen[id] = true
+		s.created = append(s.created, id)
+	}
+}
+
+func (s *containerdStore) note(err error) {
+	if err == nil || errors.Is(err, context.Canceled) || status.Code(err) == codes.Canceled {
+		return
+	}
+	s.mu.Lock()
+	s.lastErr = err
+	s.mu.Unlock()
+}
+
+// createdIDs returns the containers containerd stored for the token so far.
+func (s *containerdStore) createdIDs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.created...)
+}
+
+// stored reports whether containerd stored id, and whether it deleted it
+// since.
+func (s *containerdStore) stored(id string) (created, deleted bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[id], s.deleted[id]
+}
+
+func (s *containerdStore) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var gone []string
+	for id := range s.deleted {
+		if s.seen[id] {
+			gone = append(gone, id)
+		}
+	}
+	sort.Strings(gone)
+	return fmt.Sprintf("containerd stored %v, deleted %v (last witness error: %v)", s.created, gone, s.lastErr)
+}
