@@ -10,12 +10,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/test/e2e/framework"
 	admissionapi "k8s.io/pod-security-admission/api"
 
@@ -251,24 +253,35 @@ func expectCreatedOnce(ctx context.Context, t *target) {
 
 // expectRemoved waits for the runtime to remove a timed-out object. The
 // object must never show in the runtime's list meanwhile (polled every
-// second): a listed, unready object is one the kubelet's garbage collection
-// removes too (every minute, as an orphan), so its disappearance would not
-// prove the runtime cleaned up.
+// second): a listed object is one the kubelet's garbage collection removes
+// too (every minute, as an orphan), so its disappearance would not prove the
+// runtime cleaned up. Not gomega.Eventually: the failure's first line, which
+// the report shows, must say which of the two went wrong.
 func expectRemoved(ctx context.Context, t *target, id string, within time.Duration) {
-	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+	ginkgo.GinkgoHelper()
+	var leaked bool
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, within, true, func(ctx context.Context) (bool, error) {
 		listed, err := t.listed(ctx)
 		if err != nil {
-			return false, err
+			last = err
+			return false, nil // the relay may blink; poll again
 		}
-		for _, l := range listed {
-			if l == id {
-				return false, gomega.StopTrying(fmt.Sprintf("%s: the timed-out object %s is listed: a leak the kubelet sees (and may remove as an orphan), not a hidden object the runtime cleans up\n%s",
-					t.node.Runtime, id, t.describe(ctx)))
-			}
+		if slices.Contains(listed, id) {
+			leaked = true
+			return false, errors.New("listed")
 		}
-		return t.removed(ctx, id)
-	}).WithTimeout(within).WithPolling(time.Second).Should(gomega.BeTrue(),
-		"%s: the timed-out object %s must be removed within %s\n%s", t.node.Runtime, id, within, t.describe(ctx))
+		removed, err := t.removed(ctx, id)
+		last = err
+		return removed, nil
+	})
+	switch {
+	case leaked:
+		framework.Failf("%s: the timed-out object %s is listed: a leak the kubelet sees (and may remove as an orphan), not an object the runtime keeps hidden and cleans up\n%s",
+			t.node.Runtime, id, t.describe(ctx))
+	case err != nil:
+		framework.Failf("%s: the timed-out object %s must be removed within %s (%v, last error %v)\n%s", t.node.Runtime, id, within, err, last, t.describe(ctx))
+	}
 }
 
 // recordError puts an error the runtime returned into the report, with the

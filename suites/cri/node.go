@@ -6,6 +6,7 @@ package cri
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -174,8 +175,21 @@ func (n *node) runtimeProcess(ctx context.Context) (runtimeProcess, error) {
 // kind's and faultline's units). It returns the old and the new process, so
 // a spec can show that the restart happened.
 func (n *node) restartRuntime(ctx context.Context) (before, after runtimeProcess, err error) {
-	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/restart-runtime", nil, &before); err != nil {
-		return before, after, err
+	if before, err = n.runtimeProcess(ctx); err != nil {
+		return before, after, fmt.Errorf("the runtime's process before the restart: %w", err)
+	}
+	// The port-forward that carries the answer runs through the runtime,
+	// so the restart may cut it before the answer arrives: only a refusal
+	// the relay sent is an error; the new process is the proof either way.
+	var signalled runtimeProcess
+	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/restart-runtime", nil, &signalled); err != nil {
+		var refused *podproxy.HTTPError
+		if errors.As(err, &refused) {
+			return before, after, err
+		}
+		framework.Logf("POST /restart-runtime got no answer (%v): the restart ends the port-forward through the runtime", err)
+	} else if signalled.PID != before.PID {
+		return before, after, fmt.Errorf("the relay signalled pid %d, but pid %d served the CRI socket a moment before", signalled.PID, before.PID)
 	}
 	var last error
 	werr := wait.For(func(ctx context.Context) (bool, error) {

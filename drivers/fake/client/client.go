@@ -141,9 +141,10 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
 
-// do sends one request to path on pod's port; a request that fails before
-// an answer (the forward broke, say because the pod's container restarted)
-// is tried once more on a new forward.
+// do sends one request to path on pod's port. A GET that fails before an
+// answer (the forward broke, say because the pod's container restarted) is
+// tried once more on a new forward; a POST is not, as it may have acted
+// (POST /restart-runtime ends the very forward that carries its answer).
 func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
 	n, err := strconv.Atoi(port)
 	if err != nil || n <= 0 || n > 65535 {
@@ -168,7 +169,7 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 		if err != nil {
 			lastErr = err
 			p.drop(pod, n)
-			if ctx.Err() != nil {
+			if ctx.Err() != nil || method != http.MethodGet {
 				break
 			}
 			continue

@@ -80,3 +80,24 @@ func TestPodsRefuseNamedPorts(t *testing.T) {
 		t.Error("a port name must be refused: port-forward takes numbers")
 	}
 }
+
+// A POST that got no answer is not sent again: it may have acted already
+// (a restart that cut its own forward).
+func TestPodsDoNotRetryPost(t *testing.T) {
+	dead, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadAddr := dead.Addr().String()
+	dead.Close()
+	posted := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { posted++ }))
+	defer srv.Close()
+	p, opened := testPods(deadAddr, srv.Listener.Addr().String())
+	if _, err := p.Post(context.Background(), pod, "8080", "/restart-runtime", nil); err == nil {
+		t.Fatal("a POST without an answer must fail")
+	}
+	if *opened != 1 || posted != 0 {
+		t.Errorf("opened %d forwards and posted %d times, want 1 and 0", *opened, posted)
+	}
+}
