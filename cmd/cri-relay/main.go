@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
@@ -46,7 +47,7 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	ln, err := net.Listen("tcp", *listen)
+	ln, err := loopback.Listen(*listen)
 	if err != nil {
 		log.Fatalf("cri-relay: %v", err)
 	}
@@ -54,10 +55,14 @@ func main() {
 	go relay(ln, *criSocket)
 
 	r := &runtimeProcess{socket: *criSocket, name: *process, proc: "/proc"}
-	server := &http.Server{Addr: *httpAddr, Handler: handler(r, *ociLog), ReadHeaderTimeout: 10 * time.Second}
+	httpLn, err := loopback.Listen(*httpAddr)
+	if err != nil {
+		log.Fatalf("cri-relay: %v", err)
+	}
+	server := &http.Server{Handler: handler(r, *ociLog), ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); server.Close() }()
 	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q", *listen, *criSocket, *httpAddr, *process)
-	if err := server.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	if err := server.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatalf("cri-relay: %v", err)
 	}
 }
@@ -70,24 +75,9 @@ func checkFlags(criSocket, listen, httpAddr, process string) error {
 		return errors.New("--runtime-process is required (the runtime's command name, e.g. containerd or crio)")
 	}
 	for _, a := range []struct{ flag, addr string }{{"--listen", listen}, {"--http-address", httpAddr}} {
-		if err := loopbackOnly(a.addr); err != nil {
+		if err := loopback.Check(a.addr); err != nil {
 			return fmt.Errorf("%s: %w", a.flag, err)
 		}
-	}
-	return nil
-}
-
-// loopbackOnly accepts host:port addresses on a loopback IP.
-func loopbackOnly(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
-	}
-	if host == "localhost" {
-		return nil
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("%q is not a loopback address: the relay must not be reachable from the pod network", addr)
 	}
 	return nil
 }

@@ -82,6 +82,15 @@ func describeStage(stage string) bool {
 			}
 			if !t.slow.ViaNRI {
 				gomega.Expect(done).To(gomega.BeFalse(), "the first creation must still be in its delay for this spec to mean anything (%v)", err)
+				// A runtime that gives the creation up does so as the
+				// caller's deadline passes: watch a moment, so that the
+				// verdict does not depend on which came first, this check or
+				// the runtime's delete.
+				gomega.Consistently(ctx, func(ctx context.Context) error {
+					_, err := t.finished(ctx)
+					return err
+				}).WithTimeout(abandonWatch).WithPolling(200*time.Millisecond).Should(gomega.Succeed(),
+					"%s: the first creation must still be in progress when the retry comes", t.node.Runtime)
 			}
 			gomega.Expect(time.Since(sent)).To(gomega.BeNumerically("<", t.slow.Delay),
 				"the retry must be sent while the first creation is held (%s)", t.slow.Delay)

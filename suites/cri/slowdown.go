@@ -34,6 +34,11 @@ const (
 	// ended a spec keeps counting creations (requirement 3): a runtime that
 	// creates a second object for a refused retry does so by then.
 	quietAfterDelay = 10 * time.Second
+	// abandonWatch is how long requirement 3 watches the first creation
+	// after the caller's deadline before it retries: a runtime that gives
+	// the creation up at the deadline has done so by then (well inside
+	// ociDelay, so the retry still comes while a kept creation runs).
+	abandonWatch = 2 * time.Second
 	// cleanupWindow bounds a runtime removing a timed-out object nobody
 	// claimed (CRI-O: a minute or two, its resource store's GC).
 	cleanupWindow = 4 * time.Minute

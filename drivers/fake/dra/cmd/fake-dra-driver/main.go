@@ -21,7 +21,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
@@ -85,16 +85,12 @@ type config struct {
 	onListening func(addr string)
 }
 
-// loopbackOnly refuses an HTTP address whose host is not a loopback IP
-// (":8080" listens on every interface, a name may resolve to anything): the
-// HTTP API breaks devices on request and has no authentication.
+// loopbackOnly refuses an --http-address off the pod's loopback
+// (loopback.Check): the HTTP API breaks devices on request and has no
+// authentication.
 func loopbackOnly(address string) error {
-	host, _, err := net.SplitHostPort(address)
-	if err != nil {
-		return fmt.Errorf("--http-address %q: %w", address, err)
-	}
-	if ip := net.ParseIP(host); ip == nil || !ip.IsLoopback() {
-		return fmt.Errorf("--http-address %q: the host must be a loopback IP such as 127.0.0.1: the HTTP API has no authentication, so nothing on the pod network may reach it (use port-forward)", address)
+	if err := loopback.Check(address); err != nil {
+		return fmt.Errorf("--http-address: %w", err)
 	}
 	return nil
 }
@@ -180,7 +176,7 @@ func run(cfg config) error {
 			http.Error(w, "waiting for the kubelet to register the plugin", http.StatusServiceUnavailable)
 		}
 	})
-	listener, err := net.Listen("tcp", cfg.httpAddress)
+	listener, err := loopback.Listen(cfg.httpAddress)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddress, err)
 	}

