@@ -47,8 +47,8 @@ type Cell struct {
 	// NotImplemented counts specs whose requirement the stack lacks
 	// altogether (suites/harness.NotImplemented); they are not in Skipped.
 	NotImplemented int
-	Duration                         time.Duration
-	Notes                            []string // "failed: <spec>: <message>" and the like
+	Duration       time.Duration
+	Notes          []string // "failed: <spec>: <message>" and the like
 }
 
 // NotImplementedPrefix starts the skip message of a spec whose requirement

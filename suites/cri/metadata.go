@@ -18,8 +18,8 @@ import (
 	"time"
 
 	eventtypes "github.com/containerd/containerd/api/events"
-	eventsapi "github.com/containerd/containerd/api/services/events/v1"
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
+	eventsapi "github.com/containerd/containerd/api/services/events/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -40,7 +40,7 @@ type containerdStore struct {
 
 	mu      sync.Mutex
 	cc      *grpc.ClientConn // the node's connection now (setConn after a runtime restart)
-	created []string // in the order containerd stored them
+	created []string         // in the order containerd stored them
 	seen    map[string]bool
 	deleted map[string]bool
 	lastErr error

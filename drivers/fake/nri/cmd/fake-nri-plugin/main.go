@@ -34,9 +34,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
-	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
