@@ -35,6 +35,9 @@ func init() {
 				// One list per resource type (some 60): client-go's default
 				// 5 requests/s would take a while.
 				config.QPS, config.Burst = 50, 100
+				// Listing every type draws deprecation warnings (v1 Endpoints) that say
+				// nothing about what is removed.
+				config.WarningHandler = rest.NoWarnings{}
 				client, err := dynamic.NewForConfig(config)
 				if err != nil {
 					return err
