@@ -44,7 +44,7 @@ type FixtureSet struct {
 	Values func(ctx context.Context, cs clientset.Interface) (map[string]string, error)
 	// Ready are the set's own readiness checks, on top of the ones every set
 	// gets: its DaemonSets are ready, and every readiness probe of their
-	// pods passes now (asked through the pod proxy, so a component that
+	// pods passes now (asked through a port-forward, so a component that
 	// lost its registration a moment ago counts as not ready although the
 	// kubelet's last probe passed).
 	Ready []ReadyCheck
@@ -449,9 +449,9 @@ func daemonSetsReadyCheck(namespace string) ReadyCheck {
 	}
 }
 
-// probesPassCheck asks every HTTP readiness probe of the namespace's
-// running pods now, through the pod proxy: a pod's Ready condition lags
-// behind by up to a probe period.
+// probesPassCheck asks every readiness probe of the namespace's running
+// pods (cmd/probe's loopback URLs) now, through a port-forward: a pod's
+// Ready condition lags behind by up to a probe period.
 func probesPassCheck(namespace string) ReadyCheck {
 	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
 		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})

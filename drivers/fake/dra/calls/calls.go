@@ -159,8 +159,8 @@ func (r *Recorder) Report(claimUID string) Report {
 }
 
 // Handler serves GET /calls[?claimUID=<uid>] as JSON; any other parameter
-// is a 400. It is meant to be
-// reached through the API server's pod proxy, so it needs no auth of its own.
+// is a 400. It listens on the pod's loopback only and is reached through a
+// port-forward (pods/portforward), so it needs no auth of its own.
 func (r *Recorder) Handler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet {

@@ -3,8 +3,8 @@
 // each one's call record and devices per node, breaking, repairing and
 // resetting devices at run time, and the claim configuration that hands a
 // driver a FaultSpec (package faultspec). Everything goes through the API
-// server (the pod proxy, drivers/fake/client), so it works on any cluster,
-// not only kind.
+// server (port-forwards to the driver's loopback, drivers/fake/client), so it
+// works on any cluster, not only kind.
 //
 //	drivers := client.New(cs, namespace)
 //	cfg, err := client.First.Config(client.Faults([]faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(1)}}, nil))

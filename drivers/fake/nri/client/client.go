@@ -2,10 +2,11 @@
 // (drivers/fake/nri, deployed by fixtures/nri): its instances, the records
 // each instance keeps of what the runtime sent it, the runtime's CRI view
 // of a pod (the runtime-state container), and the pod annotations that make
-// an instance fail. Everything goes through the API server (the pod proxy,
-// drivers/fake/client), so it works on any cluster, not only kind.
+// an instance fail. Everything goes through the API server (port-forwards
+// to the pods' loopback, drivers/fake/client), so it works on any cluster,
+// not only kind.
 //
-//	plugins := client.New(cs, namespace)
+//	plugins := client.New(pods, namespace)
 //	pod.Annotations = client.Annotations(client.B.Fault("CreateContainer",
 //		faults.Fault{Mode: faults.Error, Times: 1}))
 //	events, err := plugins.On(node, client.B).Events(ctx, string(pod.UID))

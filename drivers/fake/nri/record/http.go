@@ -12,9 +12,8 @@ import (
 //	GET /events[?podUID=<uid>]  the records as a JSON array, in arrival order
 //	GET /healthz                200 while ready() returns nil, else 503 and the reason
 //
-// Any other query parameter is a 400 naming it. Specs reach it through the
-// API server's pod proxy, which works on any cluster without a Service or
-// port-forward.
+// Any other query parameter is a 400 naming it. It listens on the pod's
+// loopback only; specs reach it through a port-forward (drivers/fake/client).
 func Handler(r *Recorder, ready func() error) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /events", func(w http.ResponseWriter, req *http.Request) {
