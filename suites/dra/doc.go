@@ -25,7 +25,7 @@
 //	              for it, also with two drivers
 //	multi.go      several claims and two drivers, one failing: every failing
 //	              device and claim is named, the healthy driver's claim is
-//	              prepared and unprepared exactly once, also when the pod is
+//	              unprepared exactly once, also when the pod is
 //	              deleted while the other driver keeps failing
 //	device.go     a device failing while in use: NoExecute taint evicts, the
 //	              replacement gets a healthy device (Serial); health in pod
