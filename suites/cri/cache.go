@@ -179,6 +179,13 @@ func describeStage(stage string) bool {
 				framework.ExpectNoError(err, "the runtime must restart: a new process must serve the CRI socket")
 				gomega.Expect(after.PID).NotTo(gomega.Equal(before.PID), "the restarted %s is a new process", before.Name)
 				t.reconnected(connectNode(ctx, f)) // waits for the runtime; the restart ended the port-forward
+				// The new connection closes when this spec's cleanups run,
+				// before the setup's: clean up through it first.
+				ginkgo.DeferCleanup(func(ctx context.Context) {
+					cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+					defer cancel()
+					t.cleanup(cctx)
+				})
 				id := claim(ctx, t)
 				gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly one object is listed after the restart")
 				if id != old {

@@ -36,25 +36,28 @@ type containerdStore struct {
 	token string
 	// ours says whether an ID is a creation of the spec (the NRI record's
 	// attempts), for containers deleted before their labels could be read.
-	ours func(id string) bool
+	ours func(ctx context.Context, id string) bool
 
 	mu      sync.Mutex
 	cc      *grpc.ClientConn // the node's connection now (setConn after a runtime restart)
 	created []string         // in the order containerd stored them
 	seen    map[string]bool
 	deleted map[string]bool
-	lastErr error
-	stop    context.CancelFunc
-	done    chan struct{}
+	// listedOnce: containers a list showed; only those can be known
+	// deleted by a later list that lacks them.
+	listedOnce map[string]bool
+	lastErr    error
+	stop       context.CancelFunc
+	done       chan struct{}
 }
 
 // watchContainerdStore starts following containerd's store; stop it with
 // close. It subscribes to the events and also lists the token's containers
 // every 200 ms, so that neither the subscription's start nor a runtime
 // restart loses a container that lives longer than that.
-func watchContainerdStore(ctx context.Context, token string, cc *grpc.ClientConn, ours func(string) bool) *containerdStore {
+func watchContainerdStore(ctx context.Context, token string, cc *grpc.ClientConn, ours func(context.Context, string) bool) *containerdStore {
 	ctx, cancel := context.WithCancel(metadata.AppendToOutgoingContext(context.WithoutCancel(ctx), "containerd-namespace", containerdNamespace))
-	s := &containerdStore{token: token, cc: cc, ours: ours, seen: map[string]bool{}, deleted: map[string]bool{}, stop: cancel, done: make(chan struct{})}
+	s := &containerdStore{token: token, cc: cc, ours: ours, seen: map[string]bool{}, deleted: map[string]bool{}, listedOnce: map[string]bool{}, stop: cancel, done: make(chan struct{})}
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); s.follow(ctx) }()
@@ -116,7 +119,7 @@ func (s *containerdStore) subscribe(ctx context.Context) error {
 				s.note(fmt.Errorf("decode %s: %w", env.GetTopic(), err))
 				continue
 			}
-			if mine, known := s.labelled(ctx, e.GetID()); mine || (!known && s.ours(e.GetID())) {
+			if mine, known := s.labelled(ctx, e.GetID()); mine || (!known && s.ours(ctx, e.GetID())) {
 				s.add(e.GetID())
 			}
 		case "/containers/delete":
@@ -165,13 +168,27 @@ func (s *containerdStore) list(ctx context.Context) {
 		return
 	}
 	ids := make([]string, 0, len(resp.GetContainers()))
+	listed := map[string]bool{}
 	for _, c := range resp.GetContainers() {
 		ids = append(ids, c.GetID())
+		listed[c.GetID()] = true
 	}
 	sort.Strings(ids) // containerd lists in no particular order; events keep the real one
 	for _, id := range ids {
 		s.add(id)
 	}
+	// A container seen before and no longer stored was deleted, also
+	// while the events stream was down (a runtime restart). The list may
+	// cross an event on the way, so each list also sets the record
+	// straight for what it shows.
+	s.mu.Lock()
+	for id := range s.seen {
+		s.deleted[id] = !listed[id] && (s.deleted[id] || s.listedOnce[id])
+	}
+	for id := range listed {
+		s.listedOnce[id] = true
+	}
+	s.mu.Unlock()
 }
 
 func (s *containerdStore) add(id string) {
@@ -211,8 +228,8 @@ func (s *containerdStore) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var gone []string
-	for id := range s.deleted {
-		if s.seen[id] {
+	for id, deleted := range s.deleted {
+		if deleted && s.seen[id] {
 			gone = append(gone, id)
 		}
 	}

@@ -61,7 +61,13 @@ func newTarget(ctx context.Context, f *framework.Framework, n *node, stage strin
 		t.startHostPod(ctx, f)
 	}
 	if t.slow.ViaNRI {
-		t.store = watchContainerdStore(ctx, t.token, n.conn, func(id string) bool { return t.nriAttempt(ctx, id) })
+		// The store's goroutines outlive this setup node; they read the
+		// NRI record through the first node value (its name does not
+		// change when the runtime restarts), never through t.node.
+		hostUID := string(t.hostPod.UID)
+		t.store = watchContainerdStore(ctx, t.token, n.conn, func(ctx context.Context, id string) bool {
+			return nriAttempt(ctx, n, hostUID, id)
+		})
 		ginkgo.DeferCleanup(t.store.close)
 	}
 	return t
@@ -76,12 +82,12 @@ func (t *target) reconnected(n *node) {
 	}
 }
 
-// nriAttempt reports whether the fake NRI plugin saw a CreateContainer of
-// the direct container with this ID.
-func (t *target) nriAttempt(ctx context.Context, id string) bool {
-	ids, _ := t.started(ctx)
-	for _, s := range ids {
-		if s == id {
+// nriAttempt reports whether the fake NRI plugin on n saw a CreateContainer
+// of the direct container with this ID in the host pod.
+func nriAttempt(ctx context.Context, n *node, hostUID, id string) bool {
+	events, _ := n.nriEvents(ctx, hostUID)
+	for _, e := range events {
+		if e.Event == "CreateContainer" && e.ContainerName == directContainer && e.ContainerID == id {
 			return true
 		}
 	}

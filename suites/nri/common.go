@@ -2,6 +2,7 @@ package nri
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -137,8 +138,9 @@ func expectAttemptGone(ctx context.Context, node string, pod *v1.Pod, id string)
 		}
 		desc = FormatState(s)
 		return !slices.Contains(append(sandboxIDs(s), containerIDs(s)...), id), nil
-	}).WithTimeout(leakCheck).WithPolling(500*time.Millisecond).Should(gomega.BeTrue(),
-		"the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, desc)
+	}).WithTimeout(leakCheck).WithPolling(500*time.Millisecond).Should(gomega.BeTrue(), func() string {
+		return fmt.Sprintf("the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, desc)
+	})
 }
 
 // expectNoFailureEvents checks that the kubelet reported no failed CRI

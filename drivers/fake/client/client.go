@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -66,16 +67,17 @@ func NewPods(config *rest.Config) (*Pods, error) {
 	// One TCP connection, and so one forwarded stream, per request (in
 	// NewPodsWith): a kept-alive connection would outlive a restarted
 	// container.
-	p := NewPodsWith(cs, func(ctx context.Context, pod *v1.Pod, port int) (string, func(), error) {
-		return PortForward(ctx, config, pod, port)
+	p := NewPodsWith(cs, func(ctx context.Context, pod *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
+		return portForward(ctx, config, pod, port)
 	})
 	p.config = config
 	return p, nil
 }
 
-// Forward opens a forward to a pod's port and returns its local address
-// and how to stop it (PortForward).
-type Forward func(ctx context.Context, pod *v1.Pod, port int) (addr string, stop func(), err error)
+// Forward opens a forward to a pod's port and returns its local address,
+// how to stop it, and a channel closed when it ended by itself (nil: never
+// known to end).
+type Forward func(ctx context.Context, pod *v1.Pod, port int) (addr string, stop func(), done <-chan struct{}, err error)
 
 // NewPodsWith returns a Pods that lists pods with cs and opens forwards with
 // forward: for tests of the typed clients, without an API server's
@@ -103,7 +105,9 @@ func (p *Pods) Close() {
 }
 
 // addr returns the local address forwarded to pod's port, opening the
-// forward on first use.
+// forward on first use. A forward that ends by itself (the pod or the
+// runtime under it went away) leaves the cache at once, so that its local
+// port, free again, is never mistaken for it.
 func (p *Pods) addr(ctx context.Context, pod *v1.Pod, port int) (string, error) {
 	key := forwardKey{pod.UID, port}
 	p.mu.Lock()
@@ -114,20 +118,27 @@ func (p *Pods) addr(ctx context.Context, pod *v1.Pod, port int) (string, error) 
 	if f, ok := p.forwards[key]; ok {
 		return f.addr, nil
 	}
-	addr, stop, err := p.forward(ctx, pod, port)
+	addr, stop, done, err := p.forward(ctx, pod, port)
 	if err != nil {
 		return "", err
 	}
 	p.forwards[key] = &forwarded{addr: addr, stop: stop}
+	if done != nil {
+		go func() {
+			<-done
+			p.drop(key, addr)
+		}()
+	}
 	return addr, nil
 }
 
-// drop stops the forward to pod's port, so the next request opens a new one.
-func (p *Pods) drop(pod *v1.Pod, port int) {
-	key := forwardKey{pod.UID, port}
+// drop stops the forward to key if it is still the one at addr (another
+// request may have replaced it already), so the next request opens a new
+// one.
+func (p *Pods) drop(key forwardKey, addr string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if f, ok := p.forwards[key]; ok {
+	if f, ok := p.forwards[key]; ok && f.addr == addr {
 		f.stop()
 		delete(p.forwards, key)
 	}
@@ -154,6 +165,7 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 	for k, v := range query {
 		values.Set(k, v)
 	}
+	key := forwardKey{pod.UID, n}
 	var lastErr error
 	for attempt := 0; attempt < 2; attempt++ {
 		addr, err := p.addr(ctx, pod, n)
@@ -166,25 +178,27 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 			return nil, err
 		}
 		resp, err := p.http.Do(req)
-		if err != nil {
-			lastErr = err
-			p.drop(pod, n)
-			if ctx.Err() != nil || method != http.MethodGet {
-				break
+		if err == nil {
+			var body []byte
+			body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+			resp.Body.Close()
+			if err == nil {
+				if resp.StatusCode/100 != 2 {
+					return body, &HTTPError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+				}
+				return body, nil
 			}
-			continue
 		}
-		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-		resp.Body.Close()
-		if err != nil {
-			lastErr = err
-			p.drop(pod, n)
-			continue
+		lastErr = err
+		if ctx.Err() != nil {
+			break // our own deadline; the forward may be fine
 		}
-		if resp.StatusCode/100 != 2 {
-			return body, &HTTPError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+		p.drop(key, addr)
+		// A refused connection never reached the pod; anything else may
+		// have, and only a GET may be sent twice.
+		if method != http.MethodGet && !errors.Is(err, syscall.ECONNREFUSED) {
+			break
 		}
-		return body, nil
 	}
 	return nil, lastErr
 }
@@ -239,9 +253,15 @@ func (p *Pods) PostJSON(ctx context.Context, pod *v1.Pod, port, path string, que
 // API server, as kubectl port-forward does (client-go's portforward). It
 // returns the local address and a stop function.
 func PortForward(ctx context.Context, config *rest.Config, pod *v1.Pod, port int) (string, func(), error) {
+	addr, stop, _, err := portForward(ctx, config, pod, port)
+	return addr, stop, err
+}
+
+// portForward is PortForward, with a channel closed when the forward ends.
+func portForward(ctx context.Context, config *rest.Config, pod *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
 	transport, upgrader, err := spdy.RoundTripperFor(config)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	core := rest.CopyConfig(config)
 	core.APIPath = "/api"
@@ -249,7 +269,7 @@ func PortForward(ctx context.Context, config *rest.Config, pod *v1.Pod, port int
 	core.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
 	rc, err := rest.RESTClientFor(core)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	req := rc.Post().Resource("pods").Namespace(pod.Namespace).Name(pod.Name).SubResource("portforward")
 	dialer := spdy.NewDialer(upgrader, &http.Client{Transport: transport}, http.MethodPost, req.URL())
@@ -257,25 +277,26 @@ func PortForward(ctx context.Context, config *rest.Config, pod *v1.Pod, port int
 	var errOut bytes.Buffer
 	fw, err := portforward.NewOnAddresses(dialer, []string{"127.0.0.1"}, []string{fmt.Sprintf("0:%d", port)}, stop, ready, io.Discard, &errOut)
 	if err != nil {
-		return "", nil, err
+		return "", nil, nil, err
 	}
 	failed := make(chan error, 1)
-	go func() { failed <- fw.ForwardPorts() }()
+	done := make(chan struct{})
+	go func() { failed <- fw.ForwardPorts(); close(done) }()
 	select {
 	case <-ready:
 	case err := <-failed:
-		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: %v %s", pod.Namespace, pod.Name, port, err, errOut.String())
+		return "", nil, nil, fmt.Errorf("port-forward to %s/%s:%d: %v %s", pod.Namespace, pod.Name, port, err, errOut.String())
 	case <-ctx.Done():
 		close(stop)
-		return "", nil, ctx.Err()
+		return "", nil, nil, ctx.Err()
 	}
 	ports, err := fw.GetPorts()
 	if err != nil || len(ports) == 0 {
 		close(stop)
-		return "", nil, fmt.Errorf("port-forward to %s/%s:%d: no local port (%v)", pod.Namespace, pod.Name, port, err)
+		return "", nil, nil, fmt.Errorf("port-forward to %s/%s:%d: no local port (%v)", pod.Namespace, pod.Name, port, err)
 	}
 	var once sync.Once
-	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local), func() { once.Do(func() { close(stop) }) }, nil
+	return fmt.Sprintf("127.0.0.1:%d", ports[0].Local), func() { once.Do(func() { close(stop) }) }, done, nil
 }
 
 // PodOnNode returns the pod of a DaemonSet-like deployment (its pods in

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -16,12 +17,12 @@ import (
 // opened, and counts the forwards.
 func testPods(addrs ...string) (*Pods, *int) {
 	opened := 0
-	p := NewPodsWith(nil, func(_ context.Context, _ *v1.Pod, _ int) (string, func(), error) {
+	p := NewPodsWith(nil, func(_ context.Context, _ *v1.Pod, _ int) (string, func(), <-chan struct{}, error) {
 		if opened >= len(addrs) {
-			return "", nil, errors.New("no more forwards")
+			return "", nil, nil, errors.New("no more forwards")
 		}
 		opened++
-		return addrs[opened-1], func() {}, nil
+		return addrs[opened-1], func() {}, nil, nil
 	})
 	return p, &opened
 }
@@ -81,9 +82,10 @@ func TestPodsRefuseNamedPorts(t *testing.T) {
 	}
 }
 
-// A POST that got no answer is not sent again: it may have acted already
-// (a restart that cut its own forward).
-func TestPodsDoNotRetryPost(t *testing.T) {
+// A POST whose forward refused the connection never reached the pod and is
+// sent once more; a POST that may have reached it is not sent again (a
+// restart that cut its own forward).
+func TestPodsRetryPostOnlyWhenItNeverLeft(t *testing.T) {
 	dead, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -94,10 +96,62 @@ func TestPodsDoNotRetryPost(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { posted++ }))
 	defer srv.Close()
 	p, opened := testPods(deadAddr, srv.Listener.Addr().String())
+	if _, err := p.Post(context.Background(), pod, "8080", "/reset", nil); err != nil {
+		t.Fatal(err)
+	}
+	if *opened != 2 || posted != 1 {
+		t.Errorf("opened %d forwards and posted %d times, want 2 and 1", *opened, posted)
+	}
+
+	// The answer is cut after the request went out: no second POST.
+	cut := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		posted++
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		conn.Close()
+	}))
+	defer cut.Close()
+	posted = 0
+	p, opened = testPods(cut.Listener.Addr().String(), srv.Listener.Addr().String())
 	if _, err := p.Post(context.Background(), pod, "8080", "/restart-runtime", nil); err == nil {
 		t.Fatal("a POST without an answer must fail")
 	}
-	if *opened != 1 || posted != 0 {
-		t.Errorf("opened %d forwards and posted %d times, want 1 and 0", *opened, posted)
+	if *opened != 1 || posted != 1 {
+		t.Errorf("opened %d forwards and posted %d times, want 1 and 1", *opened, posted)
+	}
+}
+
+// A forward that ends by itself leaves the cache.
+func TestPodsForgetEndedForward(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	done := make(chan struct{})
+	opened := 0
+	p := NewPodsWith(nil, func(context.Context, *v1.Pod, int) (string, func(), <-chan struct{}, error) {
+		opened++
+		if opened == 1 {
+			return srv.Listener.Addr().String(), func() {}, done, nil
+		}
+		return srv.Listener.Addr().String(), func() {}, nil, nil
+	})
+	if _, err := p.Get(context.Background(), pod, "8080", "/", nil); err != nil {
+		t.Fatal(err)
+	}
+	close(done)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.mu.Lock()
+		n := len(p.forwards)
+		p.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ended forward is still cached")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := p.Get(context.Background(), pod, "8080", "/", nil); err != nil || opened != 2 {
+		t.Errorf("after the forward ended: %v, %d forwards opened", err, opened)
 	}
 }

@@ -94,11 +94,11 @@ func TestControlsThroughPortForwards(t *testing.T) {
 	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	pods := podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), error) {
+	pods := podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
 		if p.Name != "driver-x" || port != 8080 {
-			return "", nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
+			return "", nil, nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
 		}
-		return srv.Listener.Addr().String(), func() {}, nil
+		return srv.Listener.Addr().String(), func() {}, nil, nil
 	})
 	ctx := context.Background()
 	drivers := client.New(pods, "dra")

@@ -53,12 +53,12 @@ func pods(t *testing.T) *podproxy.Pods {
 	for _, s := range servers {
 		t.Cleanup(s.Close)
 	}
-	return podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), error) {
+	return podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
 		s, ok := servers[port]
 		if !ok || p.Name != "plugin-x" {
-			return "", nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
+			return "", nil, nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
 		}
-		return s.Listener.Addr().String(), func() {}, nil
+		return s.Listener.Addr().String(), func() {}, nil, nil
 	})
 }
 
