@@ -154,8 +154,9 @@ func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status,
 
 // do sends one request to path on pod's port. A GET that fails before an
 // answer (the forward broke, say because the pod's container restarted) is
-// tried once more on a new forward; a POST is not, as it may have acted
-// (POST /restart-runtime ends the very forward that carries its answer).
+// tried once more on a new forward; a POST only when its connection was
+// refused (it never left), as otherwise it may have acted (POST
+// /restart-runtime ends the very forward that carries its answer).
 func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
 	n, err := strconv.Atoi(port)
 	if err != nil || n <= 0 || n > 65535 {
