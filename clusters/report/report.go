@@ -131,6 +131,11 @@ func readFile(path string) (map[string]*Cell, error) {
 				cells[suite] = c
 			}
 			c.Duration += time.Duration(tc.Time * float64(time.Second))
+			var why string
+			var notImplemented bool
+			if tc.Skipped != nil {
+				why, notImplemented = strings.CutPrefix(strings.TrimPrefix(tc.Skipped.Message, "skipped - "), NotImplementedPrefix)
+			}
 			switch {
 			case tc.Failure != nil || tc.Error != nil:
 				c.Failed++
@@ -138,10 +143,9 @@ func readFile(path string) (map[string]*Cell, error) {
 			case tc.Status == "pending":
 				c.Pending++
 				c.Notes = append(c.Notes, fmt.Sprintf("pending: %s", tc.Name))
-			case tc.Skipped != nil && strings.HasPrefix(strings.TrimPrefix(tc.Skipped.Message, "skipped - "), NotImplementedPrefix):
+			case tc.Skipped != nil && notImplemented:
 				c.NotImplemented++
-				c.Notes = append(c.Notes, fmt.Sprintf("not implemented: %s: %s", tc.Name,
-					firstLine(strings.TrimPrefix(strings.TrimPrefix(tc.Skipped.Message, "skipped - "), NotImplementedPrefix))))
+				c.Notes = append(c.Notes, fmt.Sprintf("%s%s: %s", NotImplementedPrefix, tc.Name, firstLine(why)))
 			case tc.Skipped != nil:
 				c.Skipped++
 				if tc.Skipped.Message != "" {

@@ -37,9 +37,8 @@ import (
 
 // Pods reaches HTTP servers on pods' loopback through port-forwards.
 type Pods struct {
-	cs     kubernetes.Interface
-	config *rest.Config
-	http   *http.Client
+	cs   kubernetes.Interface
+	http *http.Client
 	// forward opens a forward; PortForward, or a stand-in in tests.
 	forward Forward
 
@@ -70,7 +69,6 @@ func NewPods(config *rest.Config) (*Pods, error) {
 	p := NewPodsWith(cs, func(ctx context.Context, pod *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
 		return portForward(ctx, config, pod, port)
 	})
-	p.config = config
 	return p, nil
 }
 
@@ -89,9 +87,6 @@ func NewPodsWith(cs kubernetes.Interface, forward Forward) *Pods {
 
 // ClientSet is the clientset of the cluster the pods run in.
 func (p *Pods) ClientSet() kubernetes.Interface { return p.cs }
-
-// Config is the client configuration of that cluster.
-func (p *Pods) Config() *rest.Config { return p.config }
 
 // Close stops every forward.
 func (p *Pods) Close() {
@@ -206,48 +201,54 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 
 // Get reads path from pod's port.
 func (p *Pods) Get(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
-	raw, err := p.do(ctx, http.MethodGet, pod, port, path, query)
-	if err != nil {
-		return nil, fmt.Errorf("GET %s from %s/%s:%s: %w", path, pod.Namespace, pod.Name, port, err)
-	}
-	return raw, nil
+	return p.request(ctx, http.MethodGet, pod, port, path, query)
 }
 
 // Post sends an empty POST to path on pod's port, with query as its
 // parameters, and returns the answer. The error carries the answer's body
 // (a fake says there why it refused).
 func (p *Pods) Post(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
-	raw, err := p.do(ctx, http.MethodPost, pod, port, path, query)
-	if err != nil {
-		return nil, fmt.Errorf("POST %s to %s/%s:%s: %w", path, pod.Namespace, pod.Name, port, err)
-	}
-	return raw, nil
+	return p.request(ctx, http.MethodPost, pod, port, path, query)
 }
 
 // GetJSON reads path from pod's port (Get) and decodes the JSON answer
 // into out.
 func (p *Pods) GetJSON(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string, out any) error {
-	raw, err := p.Get(ctx, pod, port, path, query)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("GET %s from %s/%s: %w: %.200s", path, pod.Namespace, pod.Name, err, raw)
-	}
-	return nil
+	return p.requestJSON(ctx, http.MethodGet, pod, port, path, query, out)
 }
 
 // PostJSON posts to path on pod's port (Post) and decodes the JSON answer
 // into out.
 func (p *Pods) PostJSON(ctx context.Context, pod *v1.Pod, port, path string, query map[string]string, out any) error {
-	raw, err := p.Post(ctx, pod, port, path, query)
+	return p.requestJSON(ctx, http.MethodPost, pod, port, path, query, out)
+}
+
+// request is do with an error that names the request and the pod.
+func (p *Pods) request(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
+	raw, err := p.do(ctx, method, pod, port, path, query)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s %s %s/%s:%s: %w", method, path, direction(method), pod.Namespace, pod.Name, port, err)
+	}
+	return raw, nil
+}
+
+func (p *Pods) requestJSON(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string, out any) error {
+	raw, err := p.request(ctx, method, pod, port, path, query)
 	if err != nil {
 		return err
 	}
 	if err := json.Unmarshal(raw, out); err != nil {
-		return fmt.Errorf("POST %s to %s/%s: %w: %.200s", path, pod.Namespace, pod.Name, err, raw)
+		return fmt.Errorf("%s %s %s %s/%s: %w: %.200s", method, path, direction(method), pod.Namespace, pod.Name, err, raw)
 	}
 	return nil
+}
+
+// direction reads "GET /x from pod", "POST /x to pod".
+func direction(method string) string {
+	if method == http.MethodGet {
+		return "from"
+	}
+	return "to"
 }
 
 // PortForward forwards a local port on 127.0.0.1 to port of pod through the
