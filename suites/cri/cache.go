@@ -64,7 +64,7 @@ func describeStage(stage string) bool {
 			framework.ExpectNoError(waitFinished(ctx, t), "the runtime must finish the creation for the retry")
 			id := claim(ctx, t)
 			gomega.Expect(id).To(gomega.Equal(first),
-				"%s: the identical retry must return the object the timed-out request created (%s), not a new one\n%s", t.node.Runtime, first, t.describe(ctx))
+				t.explain(ctx, "%s: the identical retry must return the object the timed-out request created (%s), not a new one", t.node.Runtime, first))
 			expectCreatedOnce(ctx, t)
 			gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly the claimed object is listed")
 		})
@@ -106,7 +106,7 @@ func describeStage(stage string) bool {
 					"%s: the retry got no answer within %s, longer than the first creation takes: the runtime must refuse it or answer it", t.node.Runtime, retryDeadline)
 			} else {
 				ginkgo.By(fmt.Sprintf("%s held the retry and answered it with %s", t.node.Runtime, id))
-				gomega.Expect(id).To(gomega.Equal(first), "%s: a retry answered with an object must get the one the first request began, not a new one\n%s", t.node.Runtime, t.describe(ctx))
+				gomega.Expect(id).To(gomega.Equal(first), t.explain(ctx, "%s: a retry answered with an object must get the one the first request began, not a new one", t.node.Runtime))
 			}
 
 			// Nothing else is created while the first creation runs, and the
@@ -114,7 +114,7 @@ func describeStage(stage string) bool {
 			quiet := time.Until(sent.Add(t.slow.Delay + quietAfterDelay))
 			gomega.Consistently(ctx, t.created).WithTimeout(quiet).WithPolling(time.Second).Should(
 				gomega.WithTransform(func(ids []string) int { return len(ids) }, gomega.BeNumerically("<=", 1)),
-				"%s: the runtime must create nothing for a retry while the first creation runs\n%s", t.node.Runtime, t.describe(ctx))
+				t.explain(ctx, "%s: the runtime must create nothing for a retry while the first creation runs", t.node.Runtime))
 			if err == nil {
 				// The retry has claimed the object already.
 				expectCreatedOnce(ctx, t)
@@ -264,7 +264,7 @@ func claim(ctx context.Context, t *target) string {
 
 func expectCreatedOnce(ctx context.Context, t *target) {
 	gomega.Expect(t.created(ctx)).To(gomega.HaveLen(1),
-		"%s: the runtime must create the object once for the timed-out request and its retries\n%s", t.node.Runtime, t.describe(ctx))
+		t.explain(ctx, "%s: the runtime must create the object once for the timed-out request and its retries", t.node.Runtime))
 }
 
 // expectRemoved waits for the runtime to remove a timed-out object. The

@@ -129,7 +129,9 @@ func (s *containerdStore) subscribe(ctx context.Context) error {
 				continue
 			}
 			s.mu.Lock()
-			s.deleted[e.GetID()] = true
+			if s.seen[e.GetID()] { // the stream is ordered: ours were added at their create
+				s.deleted[e.GetID()] = true
+			}
 			s.mu.Unlock()
 		}
 	}
@@ -229,7 +231,7 @@ func (s *containerdStore) String() string {
 	defer s.mu.Unlock()
 	var gone []string
 	for id, deleted := range s.deleted {
-		if deleted && s.seen[id] {
+		if deleted {
 			gone = append(gone, id)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -85,13 +86,21 @@ func (t *target) reconnected(n *node) {
 // nriAttempt reports whether the fake NRI plugin on n saw a CreateContainer
 // of the direct container with this ID in the host pod.
 func nriAttempt(ctx context.Context, n *node, hostUID, id string) bool {
-	events, _ := n.nriEvents(ctx, hostUID)
+	ids, _ := nriCreates(ctx, n, hostUID)
+	return slices.Contains(ids, id)
+}
+
+// nriCreates returns the IDs of the direct container's CreateContainer calls
+// the fake NRI plugin on n saw in the host pod, in order, once each.
+func nriCreates(ctx context.Context, n *node, hostUID string) ([]string, error) {
+	events, err := n.nriEvents(ctx, hostUID)
+	var ids []string
 	for _, e := range events {
-		if e.Event == "CreateContainer" && e.ContainerName == directContainer && e.ContainerID == id {
-			return true
+		if e.Event == "CreateContainer" && e.ContainerName == directContainer && e.ContainerID != "" && !slices.Contains(ids, e.ContainerID) {
+			ids = append(ids, e.ContainerID)
 		}
 	}
-	return false
+	return ids, err
 }
 
 // created returns the objects the runtime created for the token, in order:
@@ -234,13 +243,7 @@ func (t *target) started(ctx context.Context) ([]string, error) {
 		}
 	}
 	if t.slow.ViaNRI {
-		events, err := t.node.nriEvents(ctx, string(t.hostPod.UID))
-		for _, e := range events {
-			if e.Event == "CreateContainer" && e.ContainerName == directContainer {
-				add(e.ContainerID)
-			}
-		}
-		return ids, err
+		return nriCreates(ctx, t.node, string(t.hostPod.UID))
 	}
 	records, err := t.node.ociRecords(ctx, t.token)
 	for _, r := range records {
@@ -328,9 +331,13 @@ func (t *target) kind() string {
 // cleanup removes whatever the target left in the runtime.
 func (t *target) cleanup(ctx context.Context) {
 	started, _ := t.started(ctx)
-	created, _ := t.created(ctx)
 	listed, _ := t.listed(ctx)
-	for _, id := range append(append(started, created...), listed...) {
+	ids := append(started, listed...)
+	if t.store != nil { // off the NRI path, created is started
+		ids = append(ids, t.store.createdIDs()...)
+	}
+	slices.Sort(ids)
+	for _, id := range slices.Compact(ids) {
 		if t.stage == stageSandbox {
 			_, _ = t.node.CRI.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id})
 			_, _ = t.node.CRI.RemovePodSandbox(ctx, &runtimeapi.RemovePodSandboxRequest{PodSandboxId: id})
@@ -338,6 +345,12 @@ func (t *target) cleanup(ctx context.Context) {
 			_, _ = t.node.CRI.RemoveContainer(ctx, &runtimeapi.RemoveContainerRequest{ContainerId: id})
 		}
 	}
+}
+
+// explain is a failure message for gomega: format, then what the runtime
+// and the witnesses say (describe), read only if the check fails.
+func (t *target) explain(ctx context.Context, format string, args ...any) func() string {
+	return func() string { return fmt.Sprintf(format, args...) + "\n" + t.describe(ctx) }
 }
 
 // describe renders what the runtime and the witnesses say, for failures.

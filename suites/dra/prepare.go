@@ -34,7 +34,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// prepare calls with fault, and checks the kubelet retries it: Pending
 	// while failing, then Running, exactly failures+1 prepare calls, one
 	// event per failure.
-	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int, classification string) {
+	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int) {
 		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
 		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
@@ -64,11 +64,11 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	}
 
 	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", framework.WithLabel("ci"), func(ctx context.Context) {
-		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2, "transient")
+		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2)
 	})
 
 	framework.It("treats an unclassified error as transient: retried until it succeeds, the pod never fails", func(ctx context.Context) {
-		retriedUntilSuccess(ctx, "unclassified", faultspec.Fault{Type: faultspec.Unclassified, Count: ptr.To(1), Message: "faultline: no classification"}, 1, "unclassified")
+		retriedUntilSuccess(ctx, "unclassified", faultspec.Fault{Type: faultspec.Unclassified, Count: ptr.To(1), Message: "faultline: no classification"}, 1)
 	})
 
 	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {

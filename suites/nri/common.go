@@ -111,12 +111,17 @@ func expectOnlyAttempt(ctx context.Context, f *framework.Framework, node string,
 		gomega.Expect(c.State).To(gomega.Equal("CONTAINER_RUNNING"), desc)
 		gomega.Expect(c.PodSandboxID).To(gomega.Equal(s.Sandboxes[0].ID), desc)
 	}
-	held := append(sandboxIDs(s), containerIDs(s)...)
+	held := heldIDs(s)
 	for _, id := range failedIDs {
 		gomega.Expect(slices.Contains(held, id)).To(gomega.BeFalseBecause(
 			"the failed attempt %.12s must leave nothing behind in the runtime:\n%s", id, desc))
 	}
 	return s
+}
+
+// heldIDs are the IDs of every sandbox and container the runtime holds.
+func heldIDs(s *runtimestate.State) []string {
+	return append(sandboxIDs(s), containerIDs(s)...)
 }
 
 // leakCheck bounds how soon after a failed attempt the runtime must hold
@@ -137,7 +142,7 @@ func expectAttemptGone(ctx context.Context, node string, pod *v1.Pod, id string)
 			return false, err
 		}
 		desc = FormatState(s)
-		return !slices.Contains(append(sandboxIDs(s), containerIDs(s)...), id), nil
+		return !slices.Contains(heldIDs(s), id), nil
 	}).WithTimeout(leakCheck).WithPolling(500*time.Millisecond).Should(gomega.BeTrue(), func() string {
 		return fmt.Sprintf("the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, desc)
 	})
