@@ -45,7 +45,8 @@ FUZZ_TARGETS = \
 	./drivers/fake/ociruntime:FuzzParseArgs \
 	./drivers/fake/ociruntime:FuzzParseLog \
 	./drivers/fake/query:FuzzParse \
-	./drivers/fake/textcap:FuzzCut
+	./drivers/fake/textcap:FuzzCut \
+	./verdicts:FuzzParseExpectations
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

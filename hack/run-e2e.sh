@@ -10,5 +10,7 @@ if ! command -v go >/dev/null 2>&1; then
   echo "run-e2e: Go is not installed (https://go.dev/doc/install); faultline builds everything else itself" >&2
   exit 2
 fi
-go build -o _output/bin/faultline ./cmd/faultline
+# The report names the faultline that ran: this checkout's commit.
+version="devel $(git describe --always --dirty 2>/dev/null || echo unknown)"
+go build -ldflags "-X 'github.com/faultline-k8s/faultline/internal/version.Version=$version'" -o _output/bin/faultline ./cmd/faultline
 exec _output/bin/faultline e2e "$@"

@@ -18,11 +18,13 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/engine"
 	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/fakes"
+	"github.com/faultline-k8s/faultline/clusters/gomod"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/proc"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // backend is everything a run does to the machine; the pipeline's decisions
@@ -43,7 +45,16 @@ type backend interface {
 	ExportLogs(ctx context.Context, cluster, dir string) error
 	ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error)
 	// RunSuites runs the test binary against a cluster, results into dir.
+	// It returns ErrSpecsFailed when the suites ran and wrote their report
+	// but some spec failed: the verdicts judge that.
 	RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error
+	// ImageID is a local image's ID ("" when unknown).
+	ImageID(ctx context.Context, ref string) string
+	// Screenshots says whether the run may start a browser for report.png.
+	Screenshots() bool
+	// RuntimeNRIVersion is the NRI the runtime's build linked ("" when
+	// unknown).
+	RuntimeNRIVersion(ctx context.Context, rt runtimes.Runtime) string
 }
 
 // engineHandle is the engine a run uses.
@@ -72,7 +83,11 @@ func (b *realBackend) EnsureEngine(ctx context.Context) (engineHandle, error) {
 // BuildTestBinary links every suite into _output/bin/faultline.test, and
 // the ginkgo CLI that runs it in parallel.
 func (b *realBackend) BuildTestBinary(ctx context.Context) error {
-	if err := b.runLogged(ctx, "go", "test", "-c", "-o", filepath.Join(b.bin, "faultline.test"), "./suites"); err != nil {
+	args := []string{"test", "-c", "-o", filepath.Join(b.bin, "faultline.test")}
+	if v, err := gomod.RequiredVersion(filepath.Join(b.opts.RepoRoot, "go.mod"), "k8s.io/kubernetes"); err == nil {
+		args = append(args, "-ldflags", "-X github.com/faultline-k8s/faultline/suites/harness.FrameworkVersion="+v)
+	}
+	if err := b.runLogged(ctx, "go", append(args, "./suites")...); err != nil {
 		return err
 	}
 	return b.runLogged(ctx, "go", "build", "-o", filepath.Join(b.bin, "ginkgo"), "github.com/onsi/ginkgo/v2/ginkgo")
@@ -213,7 +228,8 @@ func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.F
 func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
 	args := GinkgoArgs(b.opts, dir)
 	args = append(args, filepath.Join(b.bin, "faultline.test"), "--",
-		"--kubeconfig", kubeconfig, "--faultline.fakes-image", fakesImage)
+		"--kubeconfig", kubeconfig, "--faultline.fakes-image", fakesImage,
+		"--faultline.dump-dir", filepath.Join(dir, "dumps"))
 	args = append(args, b.opts.SuiteArgs...)
 	log, err := os.Create(filepath.Join(dir, "e2e.log"))
 	if err != nil {
@@ -233,15 +249,36 @@ func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 	}
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
+		if _, statErr := os.Stat(filepath.Join(dir, verdicts.GinkgoReportFile)); statErr != nil {
+			return fmt.Errorf("ginkgo exited %d on %s without writing its report (log: %s)", exit.ExitCode(), rt.Name, filepath.Join(dir, "e2e.log"))
+		}
 		return fmt.Errorf("%w on %s (exit %d; JUnit and log under %s)", ErrSpecsFailed, rt.Name, exit.ExitCode(), dir)
 	}
 	return err
 }
 
+func (b *realBackend) Screenshots() bool { return true }
+
+func (b *realBackend) RuntimeNRIVersion(ctx context.Context, rt runtimes.Runtime) string {
+	v, err := nodeimage.BuiltModuleVersion(ctx, b.opts.CacheDir, rt.Name, "github.com/containerd/nri")
+	if err != nil {
+		fmt.Fprintf(b.opts.Out, "faultline [%s]: the NRI version it links is unknown: %v\n", rt.Name, err)
+	}
+	return v
+}
+
+func (b *realBackend) ImageID(ctx context.Context, ref string) string {
+	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
 // GinkgoArgs are the ginkgo CLI's flags of a run writing into dir.
 func GinkgoArgs(o Options, dir string) []string {
 	args := []string{"run", "--procs", fmt.Sprint(o.Procs), "--output-dir", dir,
-		"--junit-report", "junit_01.xml", "--json-report", "report.json",
+		"--junit-report", "junit_01.xml", "--json-report", verdicts.GinkgoReportFile,
 		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s"}
 	if filter := LabelFilter(o.Suites, o.LabelFilter); filter != "" {
 		args = append(args, "--label-filter", filter)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // Suites are the suites of the test binary (suites/suitenames).
@@ -59,6 +60,12 @@ type Options struct {
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
 	// zero is the default in clusters/facts.
 	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
+	// Repeat runs the selection this many times on each cluster; the report
+	// says per requirement whether its verdict varied.
+	Repeat int
+	// Expectations is a file or directory of expectations to judge by
+	// instead of the built-in ones (package expectations).
+	Expectations string
 	// SuiteArgs go to the test binary after the run's own.
 	SuiteArgs []string
 	// Out gets progress and the final table.
@@ -88,6 +95,17 @@ func (o *Options) Validate() error {
 		errs = append(errs, err.Error())
 	}
 	o.Suites = suites
+	if o.Repeat == 0 {
+		o.Repeat = 1
+	}
+	if o.Repeat < 1 {
+		errs = append(errs, fmt.Sprintf("--repeat wants a positive number, got %d", o.Repeat))
+	}
+	if o.Expectations != "" {
+		if _, err := verdicts.LoadExpectationsPath(o.Expectations); err != nil {
+			errs = append(errs, fmt.Sprintf("--expectations: %v", err))
+		}
+	}
 	if o.Procs < 1 {
 		errs = append(errs, fmt.Sprintf("--procs wants a positive number, got %d", o.Procs))
 	}

@@ -12,9 +12,12 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/report"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
+	"github.com/faultline-k8s/faultline/internal/version"
+	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // Time limits of the cleanup: an interrupted run must exit within 30 s;
@@ -44,7 +47,7 @@ func Run(work, cleanup context.Context, opts Options) error {
 
 // runWith is Run with the parts that act on the machine behind b.
 func runWith(work, cleanup context.Context, opts Options, b backend) error {
-	r := &run{opts: opts, stages: NewStages(opts.Out), b: b}
+	r := &run{opts: opts, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Runtimes))}
 	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
 		return fmt.Errorf("artifacts directory: %w", err)
 	}
@@ -64,6 +67,9 @@ type run struct {
 
 	mu       sync.Mutex
 	cleanups []cleanupStep
+	// stacks are the results each cluster wrote, in --runtime order (the
+	// manifest, run.json, lists them).
+	stacks []verdicts.ManifestStack
 }
 
 // cleanupStep undoes one thing the run made; steps run last-made first.
@@ -138,6 +144,13 @@ func (r *run) do(ctx context.Context) error {
 		}
 	}
 	_ = os.WriteFile(filepath.Join(o.Artifacts, "fakes-image.txt"), []byte(fakesImage+"\n"), 0o644)
+	fakesID := r.b.ImageID(ctx, fakesImage)
+	for i, rt := range o.Runtimes {
+		r.stacks[i] = verdicts.ManifestStack{Runtime: rt.Name, NodeImage: nodeImages[rt.Name], FakesImageID: fakesID}
+		if o.NodeImage == "" {
+			r.stacks[i].NRIVersion = r.b.RuntimeNRIVersion(ctx, rt)
+		}
+	}
 
 	// Each runtime on its own cluster, side by side: the specs mostly wait
 	// on kubelet and runtime timers, not on the CPU.
@@ -147,16 +160,15 @@ func (r *run) do(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = r.onKind(ctx, rt, nodeImages[rt.Name], fakesImage)
+			errs[i] = r.onKind(ctx, i, rt, nodeImages[rt.Name], fakesImage)
 		}()
 	}
 	wg.Wait()
-	r.writeReport()
-	return joinRuntimeErrors(o.Runtimes, errs)
+	return errors.Join(joinRuntimeErrors(o.Runtimes, errs), r.writeReport(ctx))
 }
 
 // onKind runs the suites of one runtime on a kind cluster of its own.
-func (r *run) onKind(ctx context.Context, rt runtimes.Runtime, nodeImage, fakesImage string) error {
+func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeImage, fakesImage string) error {
 	o := r.opts
 	name := o.clusterName(rt)
 	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
@@ -210,14 +222,52 @@ func (r *run) onKind(ctx context.Context, rt runtimes.Runtime, nodeImage, fakesI
 	if err := r.stages.Run(rt.Name, "load fakes image", func() error { return r.b.LoadImage(ctx, name, fakesImage) }); err != nil {
 		return err
 	}
-	err = r.stages.Run(rt.Name, "suites", func() error { return r.b.RunSuites(ctx, rt, kubeconfig, fakesImage, dir) })
-	if err != nil && context.Cause(ctx) == nil {
+	failed, err := r.runSuites(ctx, index, rt, kubeconfig, fakesImage, dir)
+	if (failed || err != nil) && context.Cause(ctx) == nil {
 		// Runs before the cluster's deletion (cleanup is last-in first-out).
 		r.onCleanup(rt.Name, "export cluster logs", func(cctx context.Context) error {
 			return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
 		})
 	}
 	return err
+}
+
+// runSuites runs the selection --repeat times on one cluster, each run into
+// a directory of its own (dir itself when there is one run), and lists each
+// run's report in the manifest. failed says some spec failed: the verdicts
+// judge whether that was expected.
+func (r *run) runSuites(ctx context.Context, index int, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) (failed bool, err error) {
+	o := r.opts
+	for i := 1; i <= o.Repeat; i++ {
+		runDir, stage := dir, "suites"
+		if o.Repeat > 1 {
+			runDir, stage = filepath.Join(dir, fmt.Sprintf("run-%d", i)), fmt.Sprintf("suites, run %d of %d", i, o.Repeat)
+			if err := os.MkdirAll(runDir, 0o755); err != nil {
+				return failed, err
+			}
+		}
+		err := r.stages.Run(rt.Name, stage, func() error {
+			err := r.b.RunSuites(ctx, rt, kubeconfig, fakesImage, runDir)
+			if errors.Is(err, ErrSpecsFailed) {
+				failed = true
+				return nil
+			}
+			return err
+		})
+		if _, statErr := os.Stat(filepath.Join(runDir, verdicts.GinkgoReportFile)); statErr == nil {
+			rel, relErr := filepath.Rel(o.Artifacts, filepath.Join(runDir, verdicts.GinkgoReportFile))
+			if relErr != nil {
+				return failed, relErr
+			}
+			r.mu.Lock()
+			r.stacks[index].Runs = append(r.stacks[index].Runs, rel)
+			r.mu.Unlock()
+		}
+		if err != nil {
+			return failed, err
+		}
+	}
+	return failed, nil
 }
 
 // existingCluster runs the suites on the cluster the user named; nothing is
@@ -246,26 +296,85 @@ func (r *run) existingCluster(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	err = r.stages.Run(rt.Name, "suites", func() error { return r.b.RunSuites(ctx, rt, o.Kubeconfig, o.FakesImage, dir) })
-	r.writeReport()
-	return err
+	r.stacks = []verdicts.ManifestStack{{Runtime: rt.Name}}
+	_, err = r.runSuites(ctx, 0, rt, o.Kubeconfig, o.FakesImage, dir)
+	return errors.Join(err, r.writeReport(ctx))
 }
 
-func (r *run) writeReport() {
-	cells, err := report.Read(r.opts.Artifacts)
-	if err == nil && len(cells) == 0 {
-		r.stages.Skip("", "report", "no suite ran")
-		return
+// writeReport writes the manifest (run.json) and judges the runs that wrote
+// a report: the grid on the terminal, report.md, report.json and
+// report.html. It returns verdicts.ErrUnexpected when a verdict is not what
+// the stack's expectations say.
+func (r *run) writeReport(ctx context.Context) error {
+	o := r.opts
+	var stacks []verdicts.ManifestStack
+	for _, s := range r.stacks {
+		if len(s.Runs) > 0 {
+			stacks = append(stacks, s)
+		}
 	}
-	_ = r.stages.Run("", "report", func() error {
+	if len(stacks) == 0 {
+		r.stages.Skip("", "report", "no suite ran")
+		return nil
+	}
+	var rep *verdicts.Report
+	err := r.stages.Run("", "report", func() error {
+		m := verdicts.Manifest{Stacks: stacks, Header: verdicts.Header{
+			Faultline: version.String(), Date: time.Now().UTC(), Repeat: o.Repeat,
+		}}
+		if err := verdicts.WriteManifest(o.Artifacts, m); err != nil {
+			return err
+		}
+		x, err := loadExpectations(o.Expectations)
 		if err != nil {
 			return err
 		}
-		var out strings.Builder
-		report.Write(&out, cells)
-		fmt.Fprint(r.opts.Out, out.String())
-		return os.WriteFile(filepath.Join(r.opts.Artifacts, "summary.md"), []byte(out.String()), 0o644)
+		rep, err = report.FromArtifacts(o.Artifacts, x)
+		if err != nil {
+			return err
+		}
+		report.WriteGrid(o.Out, rep)
+		fmt.Fprintf(o.Out, "faultline: report in %s (%s, %s, %s)\n", o.Artifacts, report.MarkdownFile, report.JSONFile, report.HTMLFile)
+		return nil
 	})
+	if err != nil {
+		return fmt.Errorf("report: %w", err)
+	}
+	r.screenshot(ctx)
+	if !rep.OK() {
+		return fmt.Errorf("%w: %d verdict(s) and %d setup failure(s) the expectations do not allow (%s)",
+			verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures), filepath.Join(o.Artifacts, report.MarkdownFile))
+	}
+	return nil
+}
+
+// screenshot takes a picture of report.html (report.png) when Chromium is
+// there to take it; a run without it loses nothing else.
+func (r *run) screenshot(ctx context.Context) {
+	switch {
+	case ctx.Err() != nil:
+		r.stages.Skip("", "screenshot", "interrupted")
+		return
+	case !r.b.Screenshots():
+		r.stages.Skip("", "screenshot", "not in tests")
+		return
+	case !report.HaveBrowser():
+		r.stages.Skip("", "screenshot", "no Chromium (apt-get install chromium)")
+		return
+	}
+	_ = r.stages.Run("", "screenshot", func() error {
+		sctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		return report.Screenshot(sctx, filepath.Join(r.opts.Artifacts, report.HTMLFile), filepath.Join(r.opts.Artifacts, report.PNGFile))
+	})
+}
+
+// loadExpectations reads --expectations, else the built-in ones.
+func loadExpectations(path string) (verdicts.ExpectationSet, error) {
+	if path != "" {
+		return verdicts.LoadExpectationsPath(path)
+	}
+	return expectations.Builtin()
 }
 
 // cleanup undoes what the run made, last-made first, within its time limit;

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -13,10 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
+	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // fakeBackend records what the run asked for, in order, and fails or
@@ -31,6 +37,10 @@ type fakeBackend struct {
 	facts    facts.Facts
 	barrier  *sync.WaitGroup // RunSuites waits here for the other runtimes
 	parallel bool
+	// specs gives the spec results RunSuites writes for a runtime's run
+	// (1-based); nil is one passing smoke spec.
+	specs func(runtime string, run int) []types.SpecReport
+	runs  map[string]int
 }
 
 func (f *fakeBackend) record(call string) error {
@@ -114,7 +124,62 @@ func (f *fakeBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 	if err := f.record("suites " + rt.Name); err != nil {
 		return err
 	}
-	return context.Cause(ctx)
+	if err := context.Cause(ctx); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	if f.runs == nil {
+		f.runs = map[string]int{}
+	}
+	f.runs[rt.Name]++
+	n := f.runs[rt.Name]
+	f.mu.Unlock()
+	specs := []types.SpecReport{fakeSpec(verdicts.Pass, "FAULTLINE-CLUSTER-RUNS-PODS")}
+	if f.specs != nil {
+		specs = f.specs(rt.Name, n)
+	}
+	return writeGinkgoReport(dir, rt.Name, specs)
+}
+
+func (f *fakeBackend) ImageID(ctx context.Context, ref string) string { return "sha256:fake" }
+func (f *fakeBackend) Screenshots() bool                              { return false }
+func (f *fakeBackend) RuntimeNRIVersion(context.Context, runtimes.Runtime) string {
+	return "v0.0.0-fake"
+}
+
+// fakeSpec is a spec's result as Ginkgo reports it.
+func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
+	s := types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: "checks " + requirement,
+		LeafNodeLabels: []string{requirements.Label(requirement)}, State: types.SpecStatePassed}
+	switch state {
+	case verdicts.Fail:
+		s.State, s.Failure = types.SpecStateFailed, types.Failure{Message: "it failed"}
+	case verdicts.NotImplemented:
+		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: verdicts.NotImplementedPrefix + "no such thing"}
+	}
+	return s
+}
+
+// writeGinkgoReport writes what the test binary would: the suite setup with
+// the stack, and the specs; and says ErrSpecsFailed if one failed.
+func writeGinkgoReport(dir, runtime string, specs []types.SpecReport) error {
+	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
+		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(verdicts.StackInfo{
+			Key: verdicts.StackKey(runtime, "v1.36.3"), Runtime: runtime, KubernetesVersion: "v1.36.3"})}}}
+	rep := types.Report{SuiteDescription: "faultline", SpecReports: append(types.SpecReports{setup}, specs...)}
+	data, err := json.Marshal([]types.Report{rep})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, verdicts.GinkgoReportFile), data, 0o644); err != nil {
+		return err
+	}
+	for _, s := range specs {
+		if s.State == types.SpecStateFailed {
+			return fmt.Errorf("%w on %s", ErrSpecsFailed, runtime)
+		}
+	}
+	return nil
 }
 
 func testOptions(t *testing.T, rts ...string) Options {
@@ -197,13 +262,104 @@ func TestBuildFailureCreatesNothing(t *testing.T) {
 }
 
 func TestSuiteFailureExportsLogsBeforeDeleting(t *testing.T) {
-	f := &fakeBackend{started: true, fail: map[string]error{"suites containerd": fmt.Errorf("%w on containerd", ErrSpecsFailed)}}
+	f := &fakeBackend{started: true, specs: func(string, int) []types.SpecReport {
+		return []types.SpecReport{fakeSpec(verdicts.Fail, "FAULTLINE-CLUSTER-RUNS-PODS")}
+	}}
 	err := runFake(t, testOptions(t), f)
-	if !errors.Is(err, ErrSpecsFailed) {
-		t.Fatalf("err = %v, want ErrSpecsFailed", err)
+	if !errors.Is(err, verdicts.ErrUnexpected) {
+		t.Fatalf("err = %v, want ErrUnexpected", err)
 	}
 	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
 		"create faultline", "load faultline", "suites containerd", "logs faultline", "delete faultline", "stop engine")
+}
+
+// TestExitFollowsUnexpectedVerdictsOnly: a failure the stack's expectations
+// explain leaves the run green; one they do not, or an expected failure
+// that passes, makes it fail; the report files are written either way.
+func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
+	expected := "DRA-EVERY-FAILING-CLAIM-NAMED" // expected to fail on containerd-1.36
+	for name, tc := range map[string]struct {
+		state       verdicts.State
+		requirement string
+		unexpected  bool
+	}{
+		"expected failure":        {verdicts.Fail, expected, false},
+		"expected failure passes": {verdicts.Pass, expected, true},
+		"new failure":             {verdicts.Fail, "DRA-TRANSIENT-RETRIED", true},
+		"pass":                    {verdicts.Pass, "DRA-TRANSIENT-RETRIED", false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := &fakeBackend{specs: func(string, int) []types.SpecReport {
+				return []types.SpecReport{fakeSpec(tc.state, tc.requirement)}
+			}}
+			o := testOptions(t)
+			err := runFake(t, o, f)
+			if got := errors.Is(err, verdicts.ErrUnexpected); got != tc.unexpected || (err != nil && !got) {
+				t.Errorf("err = %v, want unexpected=%v", err, tc.unexpected)
+			}
+			for _, file := range []string{"report.md", "report.json", "report.html", verdicts.ManifestFile} {
+				if _, err := os.Stat(filepath.Join(o.Artifacts, file)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+// TestRepeat runs the selection N times per cluster, each into its own
+// directory, and the report sees a verdict that varies.
+func TestRepeat(t *testing.T) {
+	f := &fakeBackend{specs: func(_ string, run int) []types.SpecReport {
+		state := verdicts.Pass
+		if run == 2 {
+			state = verdicts.Fail
+		}
+		return []types.SpecReport{fakeSpec(state, "DRA-TRANSIENT-RETRIED")}
+	}}
+	o := testOptions(t)
+	o.Repeat = 3
+	err := runFake(t, o, f)
+	if !errors.Is(err, verdicts.ErrUnexpected) {
+		t.Fatalf("err = %v, want ErrUnexpected (a failure in run 2)", err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "load faultline", "suites containerd", "suites containerd", "suites containerd", "logs faultline", "delete faultline")
+	rep, err := report.ReadJSON(o.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := rep.Verdict("DRA-TRANSIENT-RETRIED", "containerd-1.36")
+	if v == nil || !v.Varies || fmt.Sprint(v.Runs) != "[pass fail pass]" {
+		t.Fatalf("verdict %+v, want varying pass, fail, pass", v)
+	}
+	for i := 1; i <= 3; i++ {
+		if _, err := os.Stat(filepath.Join(o.Artifacts, "containerd", fmt.Sprintf("run-%d", i), verdicts.GinkgoReportFile)); err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestStaleResultsAreNotRead: results an earlier run left in the artifacts
+// directory (another runtime's) are not in this run's report.
+func TestStaleResultsAreNotRead(t *testing.T) {
+	o := testOptions(t)
+	stale := filepath.Join(o.Artifacts, "crio")
+	if err := os.MkdirAll(stale, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeGinkgoReport(stale, "crio", []types.SpecReport{fakeSpec(verdicts.Fail, "DRA-TRANSIENT-RETRIED")}); !errors.Is(err, ErrSpecsFailed) {
+		t.Fatal(err)
+	}
+	if err := runFake(t, o, &fakeBackend{}); err != nil {
+		t.Fatalf("the stale crio failure was counted: %v", err)
+	}
+	rep, err := report.ReadJSON(o.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Stacks) != 1 || rep.Stacks[0].Runtime != "containerd" {
+		t.Errorf("stacks %+v, want containerd alone", rep.Stacks)
+	}
 }
 
 func TestInterruptDuringCreate(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/faultline-k8s/faultline/requirements"
 	"github.com/faultline-k8s/faultline/suites/harness"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
@@ -103,5 +104,46 @@ func TestListWithoutCluster(t *testing.T) {
 	out = run([]string{"KUBECONFIG=" + kubeconfig}, "-test.run=^TestE2E$", "-test.v")
 	if !strings.Contains(out, "--- SKIP: TestE2E") || !strings.Contains(out, "KUBECONFIG alone does not select a cluster") {
 		t.Errorf("with KUBECONFIG set and no --kubeconfig, TestE2E must skip saying why:\n%s", out)
+	}
+}
+
+// TestSpecRequirements keeps the specs and the requirement catalogue in
+// step: every spec names at least one requirement (label Req:<ID>), every
+// name is in the catalogue, in the spec's own area (or faultline's), and
+// every requirement has a spec.
+func TestSpecRequirements(t *testing.T) {
+	if harness.HaveCluster() {
+		t.Skip("a unit test: runs without --kubeconfig")
+	}
+	checked := map[string]int{}
+	for _, spec := range ginkgo.PreviewSpecs("faultline").SpecReports {
+		if spec.LeafNodeType != types.NodeTypeIt {
+			continue
+		}
+		ids := requirements.FromLabels(spec.Labels())
+		if len(ids) == 0 {
+			t.Errorf("%s (%s): names no requirement; label it harness.Checks(<ID>) with an ID of requirements/catalogue.yaml", spec.FullText(), spec.LeafNodeLocation)
+		}
+		suite := ""
+		for _, l := range spec.Labels() {
+			if s, ok := strings.CutPrefix(l, suitenames.LabelPrefix); ok {
+				suite = s
+			}
+		}
+		for _, id := range ids {
+			r, ok := requirements.Lookup(id)
+			switch {
+			case !ok:
+				t.Errorf("%s (%s): names %s, which requirements/catalogue.yaml does not list", spec.FullText(), spec.LeafNodeLocation, id)
+			case r.Area != suite && r.Area != "faultline":
+				t.Errorf("%s (%s): in suite %s, names %s of area %s", spec.FullText(), spec.LeafNodeLocation, suite, id, r.Area)
+			}
+			checked[id]++
+		}
+	}
+	for _, r := range requirements.All() {
+		if checked[r.ID] == 0 {
+			t.Errorf("requirement %s has no spec (label harness.Checks(%q) on the spec that checks it)", r.ID, r.ID)
+		}
 	}
 }

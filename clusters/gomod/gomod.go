@@ -164,3 +164,21 @@ func DownloadGoMod(ctx context.Context, module, version string) ([]byte, error) 
 	}
 	return os.ReadFile(info.GoMod)
 }
+
+// RequiredVersion is the version a go.mod file requires of module.
+func RequiredVersion(goMod, module string) (string, error) {
+	data, err := os.ReadFile(goMod)
+	if err != nil {
+		return "", err
+	}
+	f, err := modfile.ParseLax(goMod, data, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == module {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("%s does not require %s", goMod, module)
+}

@@ -78,3 +78,13 @@ func TestModuleGoMod(t *testing.T) {
 		}
 	}
 }
+
+func TestRequiredVersion(t *testing.T) {
+	v, err := RequiredVersion("../../go.mod", "k8s.io/kubernetes")
+	if err != nil || !strings.HasPrefix(v, "v1.") {
+		t.Errorf("RequiredVersion(go.mod, k8s.io/kubernetes) = %q, %v", v, err)
+	}
+	if _, err := RequiredVersion("../../go.mod", "example.com/none"); err == nil {
+		t.Error("no error for a module go.mod does not require")
+	}
+}

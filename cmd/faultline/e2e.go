@@ -39,11 +39,16 @@ func init() {
 			fs.StringVar(&o.KubernetesSrc, "kubernetes-src", "", "build Kubernetes from this checkout instead of the pinned release")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
+			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
+			fs.StringVar(&o.Expectations, "expectations", "", "judge by these expectations (a file or a directory of <runtime>-<major.minor>.yaml) instead of the built-in ones")
 			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: clusters/facts, 2s)")
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {
 					return usageError{err}
+				}
+				if o.Repeat < 1 {
+					return usageError{fmt.Errorf("--repeat wants a positive number, got %d", o.Repeat)}
 				}
 				root, err := os.Getwd()
 				if err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 
 	"github.com/faultline-k8s/faultline/internal/interrupt"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // command is one subcommand: its flags are registered on fs, run does the work.
@@ -41,6 +42,7 @@ func usage() {
 		fmt.Fprintf(os.Stderr, "  %-18s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\n'faultline <command> -h' lists a command's flags.\n")
+	fmt.Fprintf(os.Stderr, "exit codes: 0 done (e2e, report: no unexpected verdict), 1 unexpected verdicts, 2 bad input,\n3 the command failed (e.g. a cluster could not be made), 130/143 interrupted\n")
 }
 
 func main() {
@@ -74,9 +76,12 @@ func main() {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], err)
 		var usage usageError
-		if errors.As(err, &usage) {
+		switch {
+		case errors.As(err, &usage):
 			os.Exit(2)
+		case errors.Is(err, verdicts.ErrUnexpected):
+			os.Exit(1)
 		}
-		os.Exit(1)
+		os.Exit(3)
 	}
 }

@@ -2,31 +2,88 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/clusters/report"
+	"github.com/faultline-k8s/faultline/expectations"
+	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 func init() {
-	register("report", "print the result matrix of a run's JUnit files and write summary.md beside them",
+	register("report", "judge a run's results again: the grid, report.md/.json/.html; --baseline compares with an earlier run",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
-			dir := fs.String("artifacts", "_artifacts", "the run's artifacts directory (<runtime>/<suite>/junit.xml)")
+			dir := fs.String("artifacts", "_artifacts", "the run's artifacts directory (its run.json lists the results)")
+			expect := fs.String("expectations", "", "judge by these expectations (a file or a directory of <stack>.yaml) instead of the built-in ones")
+			baseline := fs.String("baseline", "", "an earlier run's artifacts directory (or its report.json): print what changed")
+			readme := fs.String("update-readme", "", "replace the verdict grid in this Markdown file (between <!-- verdicts:begin --> and <!-- verdicts:end -->) with this run's")
 			return func(ctx context.Context, args []string) error {
-				cells, err := report.Read(*dir)
+				if len(args) > 0 {
+					return usageError{fmt.Errorf("unexpected arguments %q", args)}
+				}
+				x, err := expectations.Builtin()
+				if *expect != "" {
+					x, err = verdicts.LoadExpectationsPath(*expect)
+				}
+				if err != nil {
+					return usageError{err}
+				}
+				if _, err := os.Stat(filepath.Join(*dir, verdicts.ManifestFile)); err != nil {
+					return usageError{fmt.Errorf("--artifacts %s is not the artifacts directory of a faultline run (no %s)", *dir, verdicts.ManifestFile)}
+				}
+				rep, err := report.FromArtifacts(*dir, x)
 				if err != nil {
 					return err
 				}
-				if len(cells) == 0 {
-					return fmt.Errorf("no <runtime>/<suite>/junit.xml under %s", *dir)
+				report.WriteGrid(os.Stdout, rep)
+				if *baseline != "" {
+					base, err := report.ReadJSON(*baseline)
+					if err != nil {
+						return usageError{fmt.Errorf("--baseline: %w", err)}
+					}
+					fmt.Printf("\nAgainst the baseline %s:\n", *baseline)
+					verdicts.WriteChanges(os.Stdout, verdicts.Compare(base, rep))
 				}
-				var out strings.Builder
-				report.Write(&out, cells)
-				fmt.Print(out.String())
-				return os.WriteFile(filepath.Join(*dir, "summary.md"), []byte(out.String()), 0o644)
+				if *readme != "" {
+					if err := report.UpdateReadme(*readme, rep); err != nil {
+						return err
+					}
+				}
+				if !rep.OK() {
+					return fmt.Errorf("%w: %d verdict(s), %d setup failure(s)", verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures))
+				}
+				return nil
+			}
+		})
+	register("requirements", "list the requirements faultline checks (no cluster needed)",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			format := fs.String("o", "text", "output: text, markdown or json")
+			return func(ctx context.Context, args []string) error {
+				all := requirements.All()
+				switch *format {
+				case "json":
+					enc := json.NewEncoder(os.Stdout)
+					enc.SetIndent("", "  ")
+					return enc.Encode(all)
+				case "markdown":
+					fmt.Println("| ID | area | requirement | source |")
+					fmt.Println("|---|---|---|---|")
+					for _, r := range all {
+						fmt.Printf("| `%s` | %s | %s | [%s](%s) |\n", r.ID, r.Area, strings.ReplaceAll(r.Title, "|", `\|`), r.Source, r.Link)
+					}
+					return nil
+				case "text":
+					for _, r := range all {
+						fmt.Printf("%-38s %-9s %s\n%-48s source: %s <%s>\n", r.ID, r.Area, r.Title, "", r.Source, r.Link)
+					}
+					return nil
+				}
+				return usageError{fmt.Errorf("-o %q: want text, markdown or json", *format)}
 			}
 		})
 }

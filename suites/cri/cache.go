@@ -36,6 +36,12 @@ func describeStage(stage string) bool {
 	}
 	// On containerd the container stage goes through the fake NRI plugin.
 	viaNRI := stage == stageContainer
+	// checks names the stage's requirement (requirements/catalogue.yaml:
+	// CRI-SANDBOX-*, CRI-CONTAINER-*).
+	checks := func(what string) ginkgo.Labels {
+		object := map[string]string{stageSandbox: "SANDBOX", stageContainer: "CONTAINER"}[stage]
+		return harness.Checks("CRI-" + object + "-" + what)
+	}
 	return describe(viaNRI, append([]interface{}{"timed-out " + stage}, append(args, func() {
 		f := framework.NewDefaultFramework("cri")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
@@ -58,7 +64,7 @@ func describeStage(stage string) bool {
 			ginkgo.By(t.slow.String())
 		})
 
-		framework.It("1-2: an identical retry after the runtime finished returns the same object, created once", framework.WithLabel("ci"), func(ctx context.Context) {
+		framework.It("1-2: an identical retry after the runtime finished returns the same object, created once", checks("RETRY-GETS-FIRST"), framework.WithLabel("ci"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			first := firstStarted(ctx, t)
 			framework.ExpectNoError(waitFinished(ctx, t), "the runtime must finish the creation for the retry")
@@ -69,7 +75,7 @@ func describeStage(stage string) bool {
 			gomega.Expect(t.listed(ctx)).To(gomega.ConsistOf(id), "exactly the claimed object is listed")
 		})
 
-		framework.It("3: a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", func(ctx context.Context) {
+		framework.It("3: a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", checks("RETRY-IN-PROGRESS"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			sent := t.sent
 			first := firstStarted(ctx, t)
@@ -129,7 +135,7 @@ func describeStage(stage string) bool {
 			expectCreatedOnce(ctx, t)
 		})
 
-		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", func(ctx context.Context) {
+		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", checks("UNCLAIMED-HIDDEN"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			id := firstStarted(ctx, t)
 			logAbandoned(waitFinished(ctx, t))
@@ -147,7 +153,7 @@ func describeStage(stage string) bool {
 			gomega.Expect(t.status(ctx, got)).To(gomega.Succeed(), "the claimed object answers")
 		})
 
-		framework.It("5: a changed request gets a new object and the timed-out one is removed", func(ctx context.Context) {
+		framework.It("5: a changed request gets a new object and the timed-out one is removed", checks("CHANGED-REQUEST"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			logAbandoned(waitFinished(ctx, t))
@@ -158,14 +164,14 @@ func describeStage(stage string) bool {
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
 
-		framework.It("6: a timed-out object nobody asks for again is removed", framework.WithSlow(), func(ctx context.Context) {
+		framework.It("6: a timed-out object nobody asks for again is removed", checks("UNCLAIMED-REMOVED"), framework.WithSlow(), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			logAbandoned(waitFinished(ctx, t))
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
 
-		framework.It("7: a runtime restart while it holds a timed-out object leaks nothing and duplicates nothing",
+		framework.It("7: a runtime restart while it holds a timed-out object leaks nothing and duplicates nothing", checks("RESTART-NO-LEAK"),
 			framework.WithSerial(), framework.WithDisruptive(), func(ctx context.Context) {
 				timeOut(ctx, t)
 				old := firstStarted(ctx, t)

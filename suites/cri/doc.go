@@ -9,8 +9,14 @@
 // also need the NRI suite's fixture set "nri", the one deployment both
 // suites share (slowdown.go).
 //
+// Every spec names the requirement it checks with harness.Checks (label
+// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// requirement and stack.
+//
 //	cache.go     requirements 1-7, over direct CRI, once per stage
+//	             (CRI-SANDBOX-*, CRI-CONTAINER-*)
 //	kubelet.go   requirement 8, through the kubelet
+//	             (CRI-KUBELET-SLOW-CREATION-RUNS)
 //	target.go    the object a spec creates, and its witnesses
 //	slowdown.go  how a creation is made slower than its caller's deadline
 //	             (the annotations come from the fakes' packages:

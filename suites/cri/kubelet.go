@@ -29,7 +29,7 @@ var _ = describe(false, "kubelet with slow creation", framework.WithFeature(feat
 	f := framework.NewDefaultFramework("cri-kubelet")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 
-	framework.It("8: a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", func(ctx context.Context) {
+	framework.It("8: a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", harness.Checks("CRI-KUBELET-SLOW-CREATION-RUNS"), func(ctx context.Context) {
 		n := connectNode(ctx, f)
 		timeout := harness.Cluster().RuntimeRequestTimeout
 		if timeout == 0 {

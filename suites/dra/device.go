@@ -41,7 +41,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// A device breaking while in use is node-wide state: its NoExecute
 	// taint keeps it from every claim until repaired. Serial, and repaired
 	// in DeferCleanup.
-	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again",
+	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again", harness.Checks("DRA-TAINTED-DEVICE-EVICTS"),
 		framework.WithSerial(), framework.WithFeature(featureDeviceTaints), framework.WithLabel("ci"), func(ctx context.Context) {
 			cs := f.ClientSet
 			ns := f.Namespace.Name
@@ -172,7 +172,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// off the device), hits a device that the spec's own claim holds
 	// exclusively, and is repaired in DeferCleanup before the namespace,
 	// and with it the claim, is deleted.
-	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message",
+	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message", harness.Checks("DRA-HEALTH-IN-POD-STATUS"),
 		framework.WithFeature(featureResourceHealth), func(ctx context.Context) {
 			cs := f.ClientSet
 			claim := createClaim(ctx, f, "health", []request{{name: "dev", driver: firstDriver}})

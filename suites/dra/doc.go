@@ -35,6 +35,10 @@
 //	              faultline's own namespaces
 //	timing.go     the kubelet timings the timeouts derive from, as measured
 //
+// Every spec names the requirement it checks with harness.Checks (label
+// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// requirement and stack.
+//
 // driver.go binds the driver's client to the suite's deployment; objects.go,
 // wait.go and dump.go are the specs' helpers.
 package dra

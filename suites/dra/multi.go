@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 var _ = describe("several claims and two drivers, one failing", framework.WithFeature(featureDRA), func() {
@@ -41,7 +42,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		gomega.Expect(s.UnprepareCalls).To(gomega.Equal(1), "the kubelet unprepares the healthy driver's claim once: %+v", s)
 	}
 
-	framework.It("names every failing device of a claim in the error the user sees, and unprepares the healthy driver's claim exactly once", framework.WithLabel("ci"), func(ctx context.Context) {
+	framework.It("names every failing device of a claim in the error the user sees, and unprepares the healthy driver's claim exactly once", harness.Checks("DRA-EVERY-FAILING-DEVICE-NAMED"), framework.WithLabel("ci"), func(ctx context.Context) {
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
@@ -65,7 +66,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
 	})
 
-	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", func(ctx context.Context) {
+	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", harness.Checks("DRA-EVERY-FAILING-CLAIM-NAMED"), func(ctx context.Context) {
 		cs := f.ClientSet
 		one := createClaim(ctx, f, "one", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
 		two := createClaim(ctx, f, "two", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
@@ -137,7 +138,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 				"in Go map order, and drops the other claims' errors; a kubelet limitation, not a driver bug")
 	})
 
-	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", framework.WithLabel("ci"), func(ctx context.Context) {
+	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), func(ctx context.Context) {
 		cs := f.ClientSet
 		broken := createClaim(ctx, f, "broken", []request{{name: "dev", driver: firstDriver}},
 			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))

@@ -63,15 +63,15 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		}))
 	}
 
-	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", framework.WithLabel("ci"), func(ctx context.Context) {
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2)
 	})
 
-	framework.It("treats an unclassified error as transient: retried until it succeeds, the pod never fails", func(ctx context.Context) {
+	framework.It("treats an unclassified error as transient: retried until it succeeds, the pod never fails", harness.Checks("DRA-UNCLASSIFIED-TRANSIENT"), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "unclassified", faultspec.Fault{Type: faultspec.Unclassified, Count: ptr.To(1), Message: "faultline: no classification"}, 1)
 	})
 
-	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
+	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", harness.Checks("DRA-PERMANENT-FAILS-POD"), framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
 		cs := f.ClientSet
 		claim := createClaim(ctx, f, "permanent", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
 			{Type: faultspec.Permanent, Reason: faultspec.BadConfiguration, Message: "faultline: mode X needs firmware 2"},
@@ -122,7 +122,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
 	})
 
-	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", func(ctx context.Context) {
+	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), func(ctx context.Context) {
 		cs := f.ClientSet
 		// Valid JSON, so the API server stores it; the driver's strict
 		// parser rejects the duration.
@@ -177,7 +177,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		// witness of the kubelet: the events above are.
 	})
 
-	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", framework.WithSlow(), func(ctx context.Context) {
+	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), func(ctx context.Context) {
 		cs := f.ClientSet
 		// Longer than the kubelet's deadline, first call only.
 		stall := 2 * draCallTimeout
@@ -224,7 +224,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// The README's requirement "every error names driver, device and
 	// claim" also holds when the driver does not answer in time; then the
 	// kubelet has nothing but its own error to show.
-	framework.It("names the driver and the claim in the error the user sees when a prepare call runs into the kubelet's deadline", func(ctx context.Context) {
+	framework.It("names the driver and the claim in the error the user sees when a prepare call runs into the kubelet's deadline", harness.Checks("DRA-DEADLINE-ERROR-NAMED"), func(ctx context.Context) {
 		cs := f.ClientSet
 		claim := createClaim(ctx, f, "deadline", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
 			{Type: faultspec.Stall, Duration: (2 * draCallTimeout).String(), Count: ptr.To(1)},

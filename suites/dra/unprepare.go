@@ -15,6 +15,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 var _ = describe("NodeUnprepareResources failure", framework.WithFeature(featureDRA), func() {
@@ -22,7 +23,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)
 
-	framework.It("retries a failing unprepare until it succeeds, and the pod's deletion completes only then", func(ctx context.Context) {
+	framework.It("retries a failing unprepare until it succeeds, and the pod's deletion completes only then", harness.Checks("DRA-UNPREPARE-RETRIED"), func(ctx context.Context) {
 		cs := f.ClientSet
 		const failures = 3
 		claim := createClaim(ctx, f, "teardown", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
@@ -69,7 +70,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		}
 	})
 
-	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", func(ctx context.Context) {
+	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", harness.Checks("DRA-UNPREPARE-TWO-DRIVERS"), func(ctx context.Context) {
 		const failures = 2
 		failing := createClaim(ctx, f, "failing", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
 			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},

@@ -45,7 +45,7 @@ const policyPropagation = 30 * time.Second
 // namespace. Both are server-side dry runs, so nothing is created.
 func ItRefusesFaultsOutsideOwnNamespaces(f *framework.Framework, req FaultRequest, args ...any) {
 	ginkgo.GinkgoHelper()
-	args = append([]any{"refuses " + req.What + " outside faultline's own namespaces (admission policy), and admits it in them"}, args...)
+	args = append([]any{"refuses " + req.What + " outside faultline's own namespaces (admission policy), and admits it in them", Checks("FAULTLINE-FAULTS-SCOPED")}, args...)
 	args = append(args, func(ctx context.Context) {
 		tenant, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "faultline-tenant-",

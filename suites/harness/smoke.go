@@ -41,7 +41,7 @@ func DescribeSmoke(suite string) bool {
 	return Describe(suite, nil, "smoke", framework.WithLabel("smoke"), func() {
 		f := framework.NewDefaultFramework("smoke-" + suite)
 
-		framework.It("runs a pod and reads its log back", func(ctx context.Context) {
+		framework.It("runs a pod and reads its log back", Checks("FAULTLINE-CLUSTER-RUNS-PODS"), func(ctx context.Context) {
 			message := fmt.Sprintf("faultline %s smoke in %s", suite, f.Namespace.Name)
 			pod := e2epod.NewPodClient(f).CreateSync(ctx, TestPod("smoke", message))
 

@@ -53,6 +53,7 @@ var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
 	}
 	framework.ExpectNoError(err, "the cluster's facts")
 	framework.ExpectNoError(setCluster(in, true))
+	recordStack(ctx, cs, in)
 	framework.ExpectNoError(fixtureSets.removeDeployed(ctx, "left behind by an earlier run"), "remove leftover fixture sets")
 	return encodeClusterFacts(in)
 }, func(ctx context.Context, raw []byte) {

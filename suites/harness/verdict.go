@@ -5,7 +5,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/faultline-k8s/faultline/clusters/report"
+	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // NotImplemented ends the spec with the verdict "not implemented": the stack
@@ -16,5 +17,16 @@ import (
 func NotImplemented(source, why string) {
 	ginkgo.GinkgoHelper()
 	ginkgo.AddReportEntry("verdict", "not implemented ("+source+")")
-	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", report.NotImplementedPrefix, why, source))
+	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", verdicts.NotImplementedPrefix, why, source))
+}
+
+// Checks labels a spec with the requirements it checks
+// (requirements/catalogue.yaml), "Req:<ID>" each; the report gives one verdict
+// per requirement. suites' TestSpecRequirements keeps the two in step.
+func Checks(ids ...string) ginkgo.Labels {
+	labels := make(ginkgo.Labels, len(ids))
+	for i, id := range ids {
+		labels[i] = requirements.Label(id)
+	}
+	return labels
 }

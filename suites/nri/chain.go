@@ -17,6 +17,7 @@ import (
 	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
@@ -30,7 +31,7 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 		{"CreateContainer", B},
 		{"CreateContainer", A},
 	} {
-		framework.It(fmt.Sprintf("an error from %s in %s stops the chain: the plugins before it saw that attempt in index order, the plugins after it never see it", tc.failing, tc.event), func(ctx context.Context) {
+		framework.It(fmt.Sprintf("an error from %s in %s stops the chain: the plugins before it saw that attempt in index order, the plugins after it never see it", tc.failing, tc.event), harness.Checks("NRI-ERROR-STOPS-CHAIN"), func(ctx context.Context) {
 			name := strings.ToLower(fmt.Sprintf("chain-%s-%s", tc.event, tc.failing.Container))
 			pod, node := createVictim(ctx, f, VictimPod(name, tc.failing.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: 1})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),

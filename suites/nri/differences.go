@@ -38,7 +38,7 @@ const eventDelivery = 15 * time.Second
 var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featureNRI), func() {
 	f := framework.NewDefaultFramework("nri-differ")
 
-	framework.It("a plugin error in StartContainer fails the CRI StartContainer request with the plugin's message, and the container starts on the kubelet's retry once the fault clears", func(ctx context.Context) {
+	framework.It("a plugin error in StartContainer fails the CRI StartContainer request with the plugin's message, and the container starts on the kubelet's retry once the fault clears", harness.Checks("NRI-START-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod := VictimPod("start-container-error", B.Fault("StartContainer", faults.Fault{Mode: faults.Error, Times: 1}))
 		pod.Spec.RestartPolicy = v1.RestartPolicyAlways
 		pod, node := createVictim(ctx, f, pod)
@@ -80,7 +80,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 		gomega.Expect(running).To(gomega.Equal(1), "exactly one running container:\n%s", FormatState(s))
 	})
 
-	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", func(ctx context.Context) {
+	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", harness.Checks("NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", B.Fault("StopPodSandbox", faults.Fault{Mode: faults.Error, Times: 1})))
 		rt := harness.Cluster()
 		want := B.ErrorText("StopPodSandbox", pod, "")

@@ -23,6 +23,10 @@
 // an instance (stall, crash, disconnect) are Serial and wait for it to be
 // registered again.
 //
+// Every spec names the requirement it checks with harness.Checks (label
+// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// requirement and stack.
+//
 // The specs, by requirement:
 //
 //  1. sync_hooks.go: an error in RunPodSandbox, CreateContainer or

@@ -24,6 +24,7 @@ import (
 	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // pendingPolicy is in every spec name, so the report says why it is pending.
@@ -38,7 +39,7 @@ var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithF
 	ignoring := B
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
-		framework.It("an error from a plugin that ignores its failures in "+event+" does not fail the request: the later plugins see the event and the pod starts at once", ginkgo.Pending, func(ctx context.Context) {
+		framework.It("an error from a plugin that ignores its failures in "+event+" does not fail the request: the later plugins see the event and the pod starts at once", ginkgo.Pending, harness.Checks("NRI-POLICY-IGNORED-ERROR"), func(ctx context.Context) {
 			pod, node := createVictim(ctx, f, VictimPod("ignored-"+lower(event), ignoring.Fault(event, faults.Fault{Mode: faults.Error})))
 			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
 				"an ignored failure must not fail %s", event)
@@ -53,12 +54,12 @@ var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithF
 		})
 	}
 
-	framework.It("an error in an event the plugin did not choose to ignore still fails the request with the plugin's message", ginkgo.Pending, func(ctx context.Context) {
+	framework.It("an error in an event the plugin did not choose to ignore still fails the request with the plugin's message", ginkgo.Pending, harness.Checks("NRI-POLICY-UNIGNORED-ERROR"), func(ctx context.Context) {
 		pod, _ := createVictim(ctx, f, VictimPod("not-ignored-start", ignoring.Fault("StartContainer", faults.Fault{Mode: faults.Error, Times: 1})))
 		EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", ignoring.ErrorText("StartContainer", pod, TestContainer), retryTimeout(1))
 	})
 
-	framework.It("an ignored failure is still reported: the runtime logs or counts it with the plugin's name and message", ginkgo.Pending, func(ctx context.Context) {
+	framework.It("an ignored failure is still reported: the runtime logs or counts it with the plugin's name and message", ginkgo.Pending, harness.Checks("NRI-POLICY-IGNORED-REPORTED"), func(ctx context.Context) {
 		// How a runtime reports an ignored failure (a log line, a metric,
 		// a pod event) is not settled in containerd/nri#45; the spec is
 		// written once it is.

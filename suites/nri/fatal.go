@@ -52,7 +52,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 
 	// Requirement 4.
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
-		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), func(ctx context.Context) {
+		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), harness.Checks("NRI-STALLED-PLUGIN-DROPPED"), func(ctx context.Context) {
 			stall := stallFor()
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
 				B.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1})))
@@ -96,7 +96,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 		if tc.mode == faults.Disconnect {
 			what = "drops its connection"
 		}
-		framework.It(fmt.Sprintf("a plugin that %s mid-%s does not fail the pod: the pod starts, the plugin comes back and sees later events", what, tc.event), func(ctx context.Context) {
+		framework.It(fmt.Sprintf("a plugin that %s mid-%s does not fail the pod: the pod starts, the plugin comes back and sees later events", what, tc.event), harness.Checks("NRI-CRASHED-PLUGIN-DROPPED"), func(ctx context.Context) {
 			restarts := instanceRestarts(ctx, f, tc.inst)
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(string(tc.mode)+"-"+tc.event),
 				tc.inst.Fault(tc.event, faults.Fault{Mode: tc.mode, Times: 1})))

@@ -21,6 +21,7 @@ import (
 	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), framework.WithLabel("ci"), func() {
@@ -30,7 +31,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 	// twice, so a retry that fails again is seen too.
 	const failures = 2
 
-	framework.It("a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind", func(ctx context.Context) {
+	framework.It("a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("run-sandbox-error",
 			B.Fault("RunPodSandbox", faults.Fault{Mode: faults.Error, Times: failures})))
 		want := B.ErrorText("RunPodSandbox", pod, "")
@@ -55,7 +56,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 			"the pod must run in the sandbox whose RunPodSandbox passed:\n%s", FormatState(s))
 	})
 
-	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", func(ctx context.Context) {
+	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("create-container-error",
 			B.Fault("CreateContainer", faults.Fault{Mode: faults.Error, Times: failures, Container: TestContainer})))
 		want := B.ErrorText("CreateContainer", pod, TestContainer)
@@ -94,7 +95,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 			"the running container must be the one whose CreateContainer passed:\n%s", FormatState(s))
 	})
 
-	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", func(ctx context.Context) {
+	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod := VictimPod("update-container-error", B.Fault("UpdateContainer", faults.Fault{Mode: faults.Error, Times: 1}))
 		pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")},

@@ -30,7 +30,7 @@ const requiredPluginsAnnotation = "required-plugins.noderesource.dev"
 var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), func() {
 	f := framework.NewDefaultFramework("nri-required")
 
-	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", func(ctx context.Context) {
+	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", harness.Checks("NRI-REQUIRED-PLUGIN-MISSING"), func(ctx context.Context) {
 		const missing = "faultline-absent"
 		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/container." + TestContainer, Value: fmt.Sprintf("[%q]", missing)}))
@@ -78,7 +78,7 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 		gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), FormatState(s))
 	})
 
-	framework.It("a container whose required plugins are all registered is created and runs", func(ctx context.Context) {
+	framework.It("a container whose required plugins are all registered is created and runs", harness.Checks("NRI-REQUIRED-PLUGINS-PRESENT"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/pod", Value: fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name)}))
 		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),

@@ -1,0 +1,119 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/faultline-k8s/faultline/verdicts"
+)
+
+// WriteGrid prints the verdicts for a terminal: requirements as rows, stacks
+// as columns, one symbol per cell; then what was unexpected, with why.
+func WriteGrid(w io.Writer, r *verdicts.Report) {
+	idWidth := len("requirement")
+	for _, req := range r.Requirements {
+		idWidth = max(idWidth, len(req.ID))
+	}
+	widths := make([]int, len(r.Stacks))
+	for i, s := range r.Stacks {
+		widths[i] = max(utf8.RuneCountInString(s.Key), 2)
+		for _, req := range r.Requirements {
+			widths[i] = max(widths[i], utf8.RuneCountInString(Cell(r.Verdict(req.ID, s.Key))))
+		}
+	}
+	pad := func(s string, n int) string { return s + strings.Repeat(" ", max(0, n-utf8.RuneCountInString(s))) }
+	row := func(first string, cells []string) {
+		line := pad(first, idWidth)
+		for i, c := range cells {
+			line += "  " + pad(c, widths[i])
+		}
+		fmt.Fprintln(w, strings.TrimRight(line, " "))
+	}
+	heads := make([]string, len(r.Stacks))
+	for i, s := range r.Stacks {
+		heads[i] = s.Key
+	}
+	fmt.Fprintln(w)
+	row("requirement", heads)
+	area := ""
+	for _, req := range r.Requirements {
+		if req.Area != area {
+			area = req.Area
+			fmt.Fprintf(w, "-- %s\n", area)
+		}
+		cells := make([]string, len(r.Stacks))
+		for i, s := range r.Stacks {
+			cells[i] = Cell(r.Verdict(req.ID, s.Key))
+		}
+		row(req.ID, cells)
+	}
+	fmt.Fprintln(w, Legend())
+	for _, s := range r.Stacks {
+		fmt.Fprintf(w, "%s: %s\n", s.Key, s.Column())
+	}
+	writeOutcome(w, r, func(s string) string { return s })
+}
+
+// writeOutcome says whether the run is good, and if not, every unexpected
+// verdict and setup failure with its reason (each line passed through
+// quote, for Markdown).
+func writeOutcome(w io.Writer, r *verdicts.Report, quote func(string) string) {
+	for _, s := range r.Stacks {
+		if r.Expectations[s.Key] == "" {
+			fmt.Fprintf(w, "%s\n", quote(fmt.Sprintf("No expectations for %s: every failure there counts as unexpected.", s.Key)))
+		}
+	}
+	unexpected := r.Unexpected()
+	if r.OK() {
+		fmt.Fprintln(w, quote(fmt.Sprintf("Nothing unexpected: %s.", countStates(r))))
+		return
+	}
+	fmt.Fprintln(w, quote(fmt.Sprintf("%d unexpected verdict(s), %d setup failure(s): %s.", len(unexpected), len(r.SetupFailures), countStates(r))))
+	for _, v := range unexpected {
+		fmt.Fprintln(w, quote(fmt.Sprintf("- %s on %s: %s", v.Requirement, v.Stack, v.Unexpected)))
+		for _, s := range v.Specs {
+			if s.State == verdicts.Fail || s.State != verdicts.Pass && s.State != verdicts.Pending {
+				fmt.Fprintln(w, quote(fmt.Sprintf("    run %d, %s: %s: %s", s.Run, s.State, s.Name, FirstLine(s.Message))))
+			}
+		}
+	}
+	for _, f := range r.SetupFailures {
+		fmt.Fprintln(w, quote(fmt.Sprintf("- setup failed on %s (run %d, %s): %s", f.Stack, f.Run, f.Name, FirstLine(f.Message))))
+	}
+}
+
+// countStates sums the verdicts per state: "52 verdicts: 40 pass, 2 fail, ...".
+func countStates(r *verdicts.Report) string {
+	counts := map[verdicts.State]int{}
+	varies := 0
+	for _, v := range r.Verdicts {
+		counts[v.State]++
+		if v.Varies {
+			varies++
+		}
+	}
+	parts := []string{fmt.Sprintf("%d verdicts", len(r.Verdicts))}
+	for _, s := range verdicts.States {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	if varies > 0 {
+		parts = append(parts, fmt.Sprintf("%d varying", varies))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// FirstLine is a message's first line, at most 300 characters.
+func FirstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if utf8.RuneCountInString(s) > 300 {
+		s = string([]rune(s)[:300]) + "…"
+	}
+	return s
+}

@@ -1,0 +1,142 @@
+// Package report renders a run's verdicts (package verdicts) for people and
+// tools: a grid for the terminal, report.md to paste into an issue or a
+// pull request, report.json for tools (and for --baseline), and a
+// self-contained report.html. WriteAll writes the three files.
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline-k8s/faultline/verdicts"
+)
+
+// The files WriteAll writes into a run's artifacts directory.
+const (
+	MarkdownFile = "report.md"
+	JSONFile     = "report.json"
+	HTMLFile     = "report.html"
+)
+
+// Symbol is a state's one-character mark in the grids.
+func Symbol(s verdicts.State) string {
+	switch s {
+	case verdicts.Pass:
+		return "✓"
+	case verdicts.Fail:
+		return "✗"
+	case verdicts.KnownDiscrepancy:
+		return "≈"
+	case verdicts.NotImplemented:
+		return "∅"
+	case verdicts.Skipped:
+		return "↷"
+	case verdicts.Pending:
+		return "…"
+	}
+	return "?"
+}
+
+// UnexpectedMark follows the symbol of a verdict that makes the run fail.
+const UnexpectedMark = "!"
+
+// VariesMark precedes the symbols of a verdict that varied between runs.
+const VariesMark = "~"
+
+// Cell is a verdict's text in a grid: its symbol, or for a varying verdict
+// every state with its count ("~✓2✗1"), then "!" if it is unexpected.
+func Cell(v *verdicts.Verdict) string {
+	if v == nil {
+		return ""
+	}
+	var b strings.Builder
+	if v.Varies {
+		b.WriteString(VariesMark)
+		counts := v.Counts()
+		for _, s := range verdicts.States {
+			if counts[s] > 0 {
+				fmt.Fprintf(&b, "%s%d", Symbol(s), counts[s])
+			}
+		}
+	} else {
+		b.WriteString(Symbol(v.State))
+	}
+	if v.Unexpected != "" {
+		b.WriteString(UnexpectedMark)
+	}
+	return b.String()
+}
+
+// Legend explains the symbols.
+func Legend() string {
+	var parts []string
+	for _, s := range verdicts.States {
+		parts = append(parts, Symbol(s)+" "+string(s))
+	}
+	return strings.Join(parts, "  ") + "  " + VariesMark + " varies between runs (count per state)  " + UnexpectedMark + " unexpected"
+}
+
+// WriteJSON writes the report for tools.
+func WriteJSON(path string, r *verdicts.Report) error {
+	data, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(data, '\n'), 0o644)
+}
+
+// ReadJSON reads a report WriteJSON wrote (an earlier run's, for --baseline:
+// a report.json file or the directory that holds one).
+func ReadJSON(path string) (*verdicts.Report, error) {
+	if st, err := os.Stat(path); err == nil && st.IsDir() {
+		path = filepath.Join(path, JSONFile)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r verdicts.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a faultline report: %w", path, err)
+	}
+	if len(r.Stacks) == 0 && len(r.Verdicts) == 0 {
+		return nil, fmt.Errorf("%s: not a faultline report (no stacks, no verdicts)", path)
+	}
+	return &r, nil
+}
+
+// WriteAll writes report.md, report.json and report.html into dir.
+func WriteAll(dir string, r *verdicts.Report) error {
+	var md strings.Builder
+	WriteMarkdown(&md, r)
+	if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(md.String()), 0o644); err != nil {
+		return err
+	}
+	if err := WriteJSON(filepath.Join(dir, JSONFile), r); err != nil {
+		return err
+	}
+	f, err := os.Create(filepath.Join(dir, HTMLFile))
+	if err != nil {
+		return err
+	}
+	if err := WriteHTML(f, r); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+// FromArtifacts judges the runs a run's artifacts directory lists (its
+// run.json) against x, and writes report.md, report.json and report.html
+// beside them.
+func FromArtifacts(dir string, x verdicts.ExpectationSet) (*verdicts.Report, error) {
+	m, runs, err := verdicts.ReadArtifacts(dir)
+	if err != nil {
+		return nil, err
+	}
+	rep := verdicts.Build(runs, x, m.Header)
+	return rep, WriteAll(dir, rep)
+}

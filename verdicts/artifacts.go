@@ -1,0 +1,94 @@
+package verdicts
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// ManifestFile lists what a run wrote into its artifacts directory: only the
+// results it names count, so old files left there are never read.
+const ManifestFile = "run.json"
+
+// GinkgoReportFile is the name of the Ginkgo JSON report of one run of the
+// test binary (ginkgo --json-report).
+const GinkgoReportFile = "ginkgo.json"
+
+// ErrUnexpected says the run gave a verdict its expectations do not allow:
+// the run fails (exit code 1).
+var ErrUnexpected = errors.New("unexpected verdicts")
+
+// Manifest is run.json.
+type Manifest struct {
+	Header Header          `json:"header"`
+	Stacks []ManifestStack `json:"stacks"`
+}
+
+// ManifestStack is one cluster's results.
+type ManifestStack struct {
+	// Runtime is the cluster's runtime; it names the stack if the suite
+	// setup failed before reading the cluster.
+	Runtime string `json:"runtime"`
+	// Runs are the Ginkgo JSON reports of each run, relative to the
+	// artifacts directory, in order.
+	Runs []string `json:"runs"`
+	// What the run knows about the stack beyond what the cluster shows.
+	NodeImage    string `json:"nodeImage,omitempty"`
+	FakesImageID string `json:"fakesImageID,omitempty"`
+	NRIVersion   string `json:"nriVersion,omitempty"`
+}
+
+// WriteManifest writes dir/run.json.
+func WriteManifest(dir string, m Manifest) error {
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, ManifestFile), append(data, '\n'), 0o644)
+}
+
+// ReadArtifacts reads the runs a manifest names. A run whose report is
+// missing (the test binary did not get to write it) is an error: its
+// verdicts would be missing without a trace.
+func ReadArtifacts(dir string) (Manifest, []Run, error) {
+	var m Manifest
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return m, nil, fmt.Errorf("%s is not the artifacts directory of a faultline run: %w", dir, err)
+	}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return m, nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	var runs []Run
+	var errs []error
+	for _, s := range m.Stacks {
+		for i, rel := range s.Runs {
+			run, err := ReadGinkgoFile(filepath.Join(dir, rel), i+1, s.Runtime)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			// Dumps are relative to the run's directory; the report sits
+			// in dir.
+			base := filepath.Dir(rel)
+			for j := range run.Specs {
+				if run.Specs[j].Dump != "" {
+					run.Specs[j].Dump = filepath.ToSlash(filepath.Join(base, run.Specs[j].Dump))
+				}
+			}
+			fill(&run.Stack.NodeImage, s.NodeImage)
+			fill(&run.Stack.FakesImageID, s.FakesImageID)
+			fill(&run.Stack.NRIVersion, s.NRIVersion)
+			runs = append(runs, run)
+		}
+	}
+	return m, runs, errors.Join(errs...)
+}
+
+func fill(field *string, value string) {
+	if *field == "" {
+		*field = value
+	}
+}

@@ -1,0 +1,233 @@
+package verdicts
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/faultline-k8s/faultline/requirements"
+)
+
+// Header is what a report says about the run as a whole.
+type Header struct {
+	// Faultline is the version of faultline that ran.
+	Faultline string    `json:"faultline"`
+	Date      time.Time `json:"date"`
+	// LabelFilter and Focus are the filters the specs were chosen by.
+	LabelFilter string   `json:"labelFilter,omitempty"`
+	Focus       []string `json:"focus,omitempty"`
+	// Repeat is how many times the selection ran on each cluster.
+	Repeat int `json:"repeat"`
+}
+
+// SetupFailure is a suite-level node that failed on a stack.
+type SetupFailure struct {
+	Stack string `json:"stack"`
+	Spec
+}
+
+// Report is a run's verdicts: requirements as rows, stacks as columns.
+type Report struct {
+	Header Header      `json:"header"`
+	Stacks []StackInfo `json:"stacks"`
+	// Requirements are the rows: every requirement some selected spec
+	// checks, in the catalogue's order.
+	Requirements []requirements.Requirement `json:"requirements"`
+	Verdicts     []Verdict                  `json:"verdicts"`
+	// SetupFailures always make the run fail.
+	SetupFailures []SetupFailure `json:"setupFailures,omitempty"`
+	// Expectations names, per stack key, the file its expectations came
+	// from; a stack without one has every failure unexpected.
+	Expectations map[string]string `json:"expectations"`
+}
+
+// Verdict returns the verdict of requirement id on stack, or nil (not run).
+func (r *Report) Verdict(id, stack string) *Verdict {
+	for i := range r.Verdicts {
+		if r.Verdicts[i].Requirement == id && r.Verdicts[i].Stack == stack {
+			return &r.Verdicts[i]
+		}
+	}
+	return nil
+}
+
+// Unexpected returns the verdicts that make the run fail.
+func (r *Report) Unexpected() []Verdict {
+	var out []Verdict
+	for _, v := range r.Verdicts {
+		if v.Unexpected != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// OK says whether nothing was unexpected: the run's exit code follows it.
+func (r *Report) OK() bool { return len(r.Unexpected()) == 0 && len(r.SetupFailures) == 0 }
+
+// rank orders states from worst to best: a requirement with several specs,
+// or several runs, shows the worst.
+var rank = map[State]int{Fail: 0, KnownDiscrepancy: 1, NotImplemented: 2, Skipped: 3, Pass: 4, Pending: 5}
+
+func worst(states []State) State {
+	w := Pending
+	for _, s := range states {
+		if rank[s] < rank[w] {
+			w = s
+		}
+	}
+	return w
+}
+
+// Build judges runs (any number of stacks, any number of runs each) against
+// expectations.
+func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
+	rep := &Report{Header: header, Expectations: map[string]string{}}
+	byStack := map[string][]Run{}
+	for _, run := range runs {
+		key := run.Stack.Key
+		if _, seen := byStack[key]; !seen {
+			rep.Stacks = append(rep.Stacks, run.Stack)
+		}
+		byStack[key] = append(byStack[key], run)
+		for _, f := range run.SetupFailures {
+			rep.SetupFailures = append(rep.SetupFailures, SetupFailure{Stack: key, Spec: f})
+		}
+		if rep.Header.LabelFilter == "" && len(rep.Header.Focus) == 0 {
+			rep.Header.LabelFilter, rep.Header.Focus = run.LabelFilter, run.Focus
+		}
+	}
+	sort.SliceStable(rep.Stacks, func(i, j int) bool { return rep.Stacks[i].Key < rep.Stacks[j].Key })
+
+	rows := map[string]bool{}
+	for _, stack := range rep.Stacks {
+		x := expectations[stack.Key]
+		if x != nil {
+			rep.Expectations[stack.Key] = x.File
+		}
+		stackRuns := byStack[stack.Key]
+		if len(stackRuns) > rep.Header.Repeat {
+			rep.Header.Repeat = len(stackRuns)
+		}
+		// The specs of each requirement, per run.
+		perReq := map[string][][]Spec{}
+		for i, run := range stackRuns {
+			for _, spec := range run.Specs {
+				ids := spec.Requirements
+				if len(ids) == 0 {
+					ids = []string{NoRequirement}
+				}
+				for _, id := range ids {
+					if perReq[id] == nil {
+						perReq[id] = make([][]Spec, len(stackRuns))
+					}
+					perReq[id][i] = append(perReq[id][i], spec)
+				}
+			}
+		}
+		ids := make([]string, 0, len(perReq))
+		for id := range perReq {
+			ids = append(ids, id)
+			rows[id] = true
+		}
+		for _, id := range requirements.Sorted(ids) {
+			rep.Verdicts = append(rep.Verdicts, judge(id, stack.Key, perReq[id], x.For(id)))
+		}
+	}
+	var ids []string
+	for id := range rows {
+		ids = append(ids, id)
+	}
+	for _, id := range requirements.Sorted(ids) {
+		r, ok := requirements.Lookup(id)
+		if !ok {
+			r = requirements.Requirement{ID: id, Area: "?", Title: "(not in requirements/catalogue.yaml)"}
+		}
+		rep.Requirements = append(rep.Requirements, r)
+	}
+	return rep
+}
+
+// NoRequirement is the row of specs that name no requirement.
+const NoRequirement = "UNNAMED"
+
+// judge gives one requirement's verdict on one stack from its specs' results
+// in each run.
+func judge(id, stack string, runs [][]Spec, exp *Expectation) Verdict {
+	v := Verdict{Requirement: id, Stack: stack, Expectation: exp}
+	for _, specs := range runs {
+		if len(specs) == 0 {
+			continue // this run did not get to it
+		}
+		states := make([]State, len(specs))
+		for i, s := range specs {
+			states[i] = s.State
+		}
+		v.Runs = append(v.Runs, worst(states))
+		v.Specs = append(v.Specs, specs...)
+	}
+	distinct := map[State]bool{}
+	for _, s := range v.Runs {
+		distinct[s] = true
+	}
+	v.Varies = len(distinct) > 1
+	v.State = worst(v.Runs)
+
+	allowed := map[State]bool{Pending: true, Skipped: true}
+	if exp == nil {
+		allowed[Pass] = true
+	} else {
+		for _, s := range exp.Allowed() {
+			allowed[s] = true
+		}
+	}
+	if v.State == Fail && exp != nil && allowed[Fail] {
+		v.State = KnownDiscrepancy
+	}
+	var bad []string
+	for s := range distinct {
+		if !allowed[s] {
+			bad = append(bad, string(s))
+		}
+	}
+	sort.Strings(bad)
+	switch {
+	case len(bad) == 0:
+	case exp == nil:
+		v.Unexpected = fmt.Sprintf("%s, and no expectation for this stack says so", describeRuns(v))
+	default:
+		v.Unexpected = fmt.Sprintf("%s, expected %s (%s): %s", describeRuns(v), describeExpectation(*exp), exp.Reference, strings.Join(bad, ", ")+" is not expected")
+	}
+	return v
+}
+
+// describeRuns says what the runs showed: "fail", or "pass in 2 of 3 runs,
+// fail in 1".
+func describeRuns(v Verdict) string {
+	if !v.Varies {
+		if len(v.Runs) > 1 {
+			return fmt.Sprintf("%s in all %d runs", v.Runs[0], len(v.Runs))
+		}
+		return string(v.Runs[0])
+	}
+	counts := v.Counts()
+	var parts []string
+	for _, s := range States {
+		if counts[s] > 0 {
+			parts = append(parts, fmt.Sprintf("%s in %d of %d runs", s, counts[s], len(v.Runs)))
+		}
+	}
+	return "varies: " + strings.Join(parts, ", ")
+}
+
+func describeExpectation(e Expectation) string {
+	if e.Verdict == ExpectVaries {
+		var o []string
+		for _, s := range e.Outcomes {
+			o = append(o, string(s))
+		}
+		return "to vary (" + strings.Join(o, " or ") + ")"
+	}
+	return e.Verdict
+}

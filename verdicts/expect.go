@@ -1,0 +1,168 @@
+package verdicts
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline-k8s/faultline/requirements"
+)
+
+// Expectation says what one requirement is known to give on a stack, and why.
+type Expectation struct {
+	Requirement string `json:"requirement"`
+	// Verdict is "fail" (a known discrepancy), "not implemented", or
+	// "varies" (Outcomes says which states may come out).
+	Verdict  string  `json:"verdict"`
+	Outcomes []State `json:"outcomes,omitempty"`
+	// Reason says why, in a sentence or two; Reference is the upstream
+	// address that explains it (an issue, a line of code, a KEP).
+	Reason    string `json:"reason"`
+	Reference string `json:"reference"`
+	// Evidence says which runs showed a varying verdict.
+	Evidence string `json:"evidence,omitempty"`
+}
+
+// The verdicts an expectation may name.
+const (
+	ExpectFail           = "fail"
+	ExpectNotImplemented = "not implemented"
+	ExpectVaries         = "varies"
+)
+
+// Allowed are the states the expectation accepts.
+func (e Expectation) Allowed() []State {
+	switch e.Verdict {
+	case ExpectFail:
+		return []State{Fail}
+	case ExpectNotImplemented:
+		return []State{NotImplemented}
+	}
+	return e.Outcomes
+}
+
+// Expectations are one stack's, from one file.
+type Expectations struct {
+	// Stack is the stack's key ("containerd-1.36").
+	Stack string `json:"stack"`
+	// Expect lists the requirements that do not simply pass there.
+	Expect []Expectation `json:"expect"`
+	// File is where they were read from.
+	File string `json:"-"`
+}
+
+// For returns the expectation for requirement id, or nil.
+func (x *Expectations) For(id string) *Expectation {
+	if x == nil {
+		return nil
+	}
+	for i := range x.Expect {
+		if x.Expect[i].Requirement == id {
+			return &x.Expect[i]
+		}
+	}
+	return nil
+}
+
+// ParseExpectations reads one stack's expectations strictly: unknown
+// fields, unknown requirements, a requirement named twice, a known failure
+// without its reason and reference, and "varies" without two outcomes are
+// errors.
+func ParseExpectations(data []byte, file string) (*Expectations, error) {
+	var x Expectations
+	if err := yaml.UnmarshalStrict(data, &x); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	x.File = file
+	var errs []string
+	if x.Stack == "" {
+		errs = append(errs, "no stack: name it (<runtime>-<major.minor>, e.g. containerd-1.36)")
+	}
+	seen := map[string]bool{}
+	for i, e := range x.Expect {
+		where := fmt.Sprintf("expect[%d] (%s)", i, e.Requirement)
+		if _, ok := requirements.Lookup(e.Requirement); !ok {
+			errs = append(errs, where+": not a requirement of requirements/catalogue.yaml")
+		}
+		if seen[e.Requirement] {
+			errs = append(errs, where+": named twice")
+		}
+		seen[e.Requirement] = true
+		switch e.Verdict {
+		case ExpectFail, ExpectNotImplemented:
+			if len(e.Outcomes) > 0 {
+				errs = append(errs, where+": outcomes go with verdict "+ExpectVaries+" only")
+			}
+		case ExpectVaries:
+			if len(e.Outcomes) < 2 {
+				errs = append(errs, where+": varies needs at least two outcomes")
+			}
+			for _, o := range e.Outcomes {
+				if o != Pass && o != Fail && o != NotImplemented && o != Skipped {
+					errs = append(errs, fmt.Sprintf("%s: outcome %q: want pass, fail, not implemented or skipped", where, o))
+				}
+			}
+			if strings.TrimSpace(e.Evidence) == "" {
+				errs = append(errs, where+": varies needs the evidence (which runs showed what)")
+			}
+		default:
+			errs = append(errs, fmt.Sprintf("%s: verdict %q: want %q, %q or %q", where, e.Verdict, ExpectFail, ExpectNotImplemented, ExpectVaries))
+		}
+		if strings.TrimSpace(e.Reason) == "" {
+			errs = append(errs, where+": the reason is required")
+		}
+		if !strings.HasPrefix(e.Reference, "https://") {
+			errs = append(errs, where+": the reference must be an https:// address")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s:\n  %s", file, strings.Join(errs, "\n  "))
+	}
+	return &x, nil
+}
+
+// ExpectationSet is the expectations of every stack a run knows of.
+type ExpectationSet map[string]*Expectations
+
+// LoadExpectations reads the named files of fsys, or every *.yaml in it
+// (one stack each; a stack in two files is an error).
+func LoadExpectations(fsys fs.FS, files ...string) (ExpectationSet, error) {
+	if len(files) == 0 {
+		var err error
+		if files, err = fs.Glob(fsys, "*.yaml"); err != nil {
+			return nil, err
+		}
+	}
+	set := ExpectationSet{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		x, err := ParseExpectations(data, f)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := set[x.Stack]; dup {
+			return nil, fmt.Errorf("stack %s has expectations in %s and %s", x.Stack, other.File, f)
+		}
+		set[x.Stack] = x
+	}
+	return set, nil
+}
+
+// LoadExpectationsPath reads a file or a directory of files.
+func LoadExpectationsPath(path string) (ExpectationSet, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("expectations: %w", err)
+	}
+	if st.IsDir() {
+		return LoadExpectations(os.DirFS(path))
+	}
+	return LoadExpectations(os.DirFS(filepath.Dir(path)), filepath.Base(path))
+}

@@ -1,0 +1,152 @@
+// Package verdicts turns the Ginkgo JSON reports of a run into one verdict
+// per requirement and stack (runtime x Kubernetes version), held against the
+// stack's expectations: what is known to fail there and why. A run is good
+// when nothing is unexpected. It reads Ginkgo's own report types; rendering
+// is package report's job.
+package verdicts
+
+import (
+	"strings"
+	"time"
+)
+
+// State is what a requirement's specs showed on a stack.
+type State string
+
+// The states, in the order a grid's legend lists them.
+const (
+	Pass State = "pass"
+	Fail State = "fail"
+	// KnownDiscrepancy is a failure the stack's expectations explain: the
+	// stack departs from the design in a documented way (with a reference).
+	KnownDiscrepancy State = "known discrepancy"
+	// NotImplemented: the stack lacks the feature the requirement is about
+	// (suites/harness.NotImplemented).
+	NotImplemented State = "not implemented"
+	// Skipped: a precondition of this cluster is missing (the reason says
+	// which).
+	Skipped State = "skipped"
+	// Pending: written, waiting for an upstream design.
+	Pending State = "pending"
+)
+
+// States lists every state.
+var States = []State{Pass, Fail, KnownDiscrepancy, NotImplemented, Skipped, Pending}
+
+// NotImplementedPrefix starts the skip message of a spec whose requirement
+// the stack does not implement (suites/harness.NotImplemented).
+const NotImplementedPrefix = "not implemented: "
+
+// Report entry names the suites write and this package reads.
+const (
+	// StackEntry holds the StackInfo of the cluster, added in the suite
+	// setup (a [SynchronizedBeforeSuite] report entry).
+	StackEntry = "faultline.stack"
+	// DumpEntry holds where a failed spec's dump went, relative to the
+	// stack's results directory.
+	DumpEntry = "faultline.dump"
+)
+
+// StackInfo is what was tested on one cluster, as its API shows it.
+type StackInfo struct {
+	// Key names the stack and its expectations file: "<runtime>-<major.minor>"
+	// ("containerd-1.36").
+	Key string `json:"key"`
+	// Runtime is faultline's runtime name (clusters/runtimes).
+	Runtime        string `json:"runtime"`
+	RuntimeVersion string `json:"runtimeVersion,omitempty"`
+	// KubernetesVersion is the kubelet's ("v1.36.3").
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// NRIVersion is the NRI the runtime vendors, when known.
+	NRIVersion string `json:"nriVersion,omitempty"`
+	NodeImage  string `json:"nodeImage,omitempty"`
+	FakesImage string `json:"fakesImage,omitempty"`
+	// FakesImageID is the fakes image's ID as the run built or found it.
+	FakesImageID string `json:"fakesImageID,omitempty"`
+	// Framework is the version of k8s.io/kubernetes/test/e2e/framework that
+	// judged.
+	Framework string `json:"framework,omitempty"`
+	Nodes     []Node `json:"nodes,omitempty"`
+	// FactsSource says where the runtime facts came from.
+	FactsSource string `json:"factsSource,omitempty"`
+}
+
+// Node is one node's versions, from its status (the kubelet reports them;
+// the runtime's comes from the CRI Version call).
+type Node struct {
+	Name             string `json:"name"`
+	KubeletVersion   string `json:"kubeletVersion"`
+	ContainerRuntime string `json:"containerRuntime"`
+	Kernel           string `json:"kernel"`
+	OSImage          string `json:"osImage"`
+	Architecture     string `json:"architecture"`
+}
+
+// Column is how a grid heads the stack's column.
+func (s StackInfo) Column() string {
+	col := s.Runtime
+	if s.RuntimeVersion != "" {
+		col += " " + s.RuntimeVersion
+	}
+	if s.KubernetesVersion != "" {
+		col += " / k8s " + s.KubernetesVersion
+	}
+	return col
+}
+
+// Spec is one spec's result in one run.
+type Spec struct {
+	Name         string   `json:"name"`
+	Location     string   `json:"location"`
+	Requirements []string `json:"requirements,omitempty"`
+	// State is pass, fail, not implemented, skipped or pending: what the
+	// spec showed, before any expectation.
+	State State `json:"state"`
+	// Message is the failure message or the skip's reason.
+	Message  string        `json:"message,omitempty"`
+	Duration time.Duration `json:"duration"`
+	// Run numbers the repetition (1..N).
+	Run int `json:"run"`
+	// Dump is the failure dump's directory, relative to the report.
+	Dump string `json:"dump,omitempty"`
+}
+
+// Verdict is one requirement on one stack, over every run.
+type Verdict struct {
+	Requirement string `json:"requirement"`
+	Stack       string `json:"stack"`
+	// State is the verdict: the runs' common state, a failure the
+	// expectations explain being KnownDiscrepancy. When the runs disagree
+	// (Varies) it is the worst of them.
+	State State `json:"state"`
+	// Runs is the state of each run, in order.
+	Runs   []State `json:"runs"`
+	Varies bool    `json:"varies,omitempty"`
+	// Expectation is the stack's expectation for the requirement, if any.
+	Expectation *Expectation `json:"expectation,omitempty"`
+	// Unexpected says why this verdict makes the run fail; empty if it
+	// does not.
+	Unexpected string `json:"unexpected,omitempty"`
+	// Specs are the requirement's specs' results, every run.
+	Specs []Spec `json:"specs"`
+}
+
+// Counts returns how many runs showed each state.
+func (v Verdict) Counts() map[State]int {
+	c := map[State]int{}
+	for _, s := range v.Runs {
+		c[s]++
+	}
+	return c
+}
+
+// StackKey names a stack: "<runtime>-<major.minor>" ("containerd-1.36");
+// the runtime alone when the Kubernetes version is unknown.
+func StackKey(runtime, kubernetesVersion string) string {
+	v := strings.TrimPrefix(kubernetesVersion, "v")
+	parts := strings.SplitN(v, ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return runtime
+	}
+	return runtime + "-" + parts[0] + "." + parts[1]
+}

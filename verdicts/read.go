@@ -1,0 +1,163 @@
+package verdicts
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/faultline-k8s/faultline/requirements"
+)
+
+// Run is what one run of the test binary against one cluster showed: its
+// stack and every selected spec's result.
+type Run struct {
+	Stack StackInfo
+	// Specs are the selected specs (a spec a filter left out is not here).
+	Specs []Spec
+	// SetupFailures are suite-level nodes that failed ([SynchronizedBeforeSuite]
+	// ...): every one makes the run fail.
+	SetupFailures []Spec
+	// LabelFilter and Focus are the run's Ginkgo filters.
+	LabelFilter string
+	Focus       []string
+}
+
+// ReadGinkgoFile reads a JSON report Ginkgo wrote (--json-report) as run
+// number run. stackKey names the stack when the report does not (the suite
+// setup failed before it read the cluster).
+func ReadGinkgoFile(path string, run int, stackKey string) (Run, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Run{}, err
+	}
+	var reports []types.Report
+	if err := json.Unmarshal(data, &reports); err != nil {
+		return Run{}, fmt.Errorf("%s: not a Ginkgo JSON report: %w", path, err)
+	}
+	if len(reports) == 0 {
+		return Run{}, fmt.Errorf("%s: holds no suite", path)
+	}
+	return FromGinkgo(reports, run, stackKey)
+}
+
+// FromGinkgo reads Ginkgo's reports of one run.
+func FromGinkgo(reports []types.Report, run int, stackKey string) (Run, error) {
+	r := Run{Stack: StackInfo{Key: stackKey}}
+	stackFound := false
+	for _, rep := range reports {
+		r.LabelFilter = rep.SuiteConfig.LabelFilter
+		r.Focus = rep.SuiteConfig.FocusStrings
+		selected, err := selection(rep.SuiteConfig)
+		if err != nil {
+			return Run{}, err
+		}
+		for _, sr := range rep.SpecReports {
+			for _, e := range sr.ReportEntries {
+				if e.Name == StackEntry && !stackFound {
+					var s StackInfo
+					if err := json.Unmarshal([]byte(e.Value.AsJSON), &s); err != nil {
+						return Run{}, fmt.Errorf("report entry %s: %w", StackEntry, err)
+					}
+					r.Stack, stackFound = s, true
+				}
+			}
+			spec := specOf(sr, run)
+			if sr.LeafNodeType != types.NodeTypeIt {
+				if sr.State.Is(types.SpecStateFailureStates) {
+					r.SetupFailures = append(r.SetupFailures, spec)
+				}
+				continue
+			}
+			if sr.State == types.SpecStateSkipped && sr.Failure.Message == "" {
+				continue // left out by a filter: not a result
+			}
+			if sr.State == types.SpecStatePending && !selected(sr) {
+				continue // Ginkgo reports pending specs whatever the filters
+			}
+			r.Specs = append(r.Specs, spec)
+		}
+	}
+	if r.Stack.Key == "" {
+		return Run{}, fmt.Errorf("the report names no stack (no %s entry) and none was given", StackEntry)
+	}
+	return r, nil
+}
+
+// selection tells whether the run's label filter and focus chose a spec.
+func selection(c types.SuiteConfig) (func(types.SpecReport) bool, error) {
+	labels := func([]string) bool { return true }
+	if c.LabelFilter != "" {
+		f, err := types.ParseLabelFilter(c.LabelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("the report's label filter %q: %w", c.LabelFilter, err)
+		}
+		labels = f
+	}
+	var focus []*regexp.Regexp
+	for _, s := range c.FocusStrings {
+		re, err := regexp.Compile(s)
+		if err != nil {
+			return nil, fmt.Errorf("the report's focus %q: %w", s, err)
+		}
+		focus = append(focus, re)
+	}
+	return func(sr types.SpecReport) bool {
+		if !labels(sr.Labels()) {
+			return false
+		}
+		if len(focus) == 0 {
+			return true
+		}
+		for _, re := range focus {
+			if re.MatchString(sr.FullText()) {
+				return true
+			}
+		}
+		return false
+	}, nil
+}
+
+func specOf(sr types.SpecReport, run int) Spec {
+	name := sr.FullText()
+	if sr.LeafNodeType != types.NodeTypeIt {
+		name = "[" + sr.LeafNodeType.String() + "]"
+	}
+	s := Spec{
+		Name:         name,
+		Location:     sr.LeafNodeLocation.String(),
+		Requirements: requirements.FromLabels(sr.Labels()),
+		Duration:     sr.RunTime,
+		Run:          run,
+		Message:      strings.TrimSpace(sr.Failure.Message),
+	}
+	switch {
+	case sr.State == types.SpecStatePassed:
+		s.State = Pass
+	case sr.State == types.SpecStatePending:
+		s.State = Pending
+	case sr.State == types.SpecStateSkipped:
+		if why, ok := strings.CutPrefix(s.Message, NotImplementedPrefix); ok {
+			s.State, s.Message = NotImplemented, why
+		} else {
+			s.State = Skipped
+		}
+	default: // failed, panicked, timed out, interrupted, aborted
+		s.State = Fail
+		if s.Message == "" {
+			s.Message = sr.State.String()
+		}
+	}
+	for _, e := range sr.ReportEntries {
+		if e.Name == DumpEntry {
+			var dir string
+			if json.Unmarshal([]byte(e.Value.AsJSON), &dir) == nil {
+				s.Dump = dir
+			}
+		}
+	}
+	return s
+}

@@ -1,0 +1,201 @@
+package verdicts
+
+import (
+	"compress/gzip"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/faultline-k8s/faultline/requirements"
+)
+
+// Recorded Ginkgo JSON reports of real runs here (testdata/*.json.gz):
+//   - full-containerd, full-crio: every suite, Kubernetes v1.36.3 with
+//     containerd 2.4.2 and CRI-O 1.36.2 (2026-11-24);
+//   - ci-subset-containerd-unlabelled: a run with a label filter, from before
+//     specs named requirements (2026-11-23).
+func recorded(t *testing.T, name string) []types.Report {
+	t.Helper()
+	f, err := os.Open("testdata/" + name + ".json.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var reports []types.Report
+	if err := json.NewDecoder(z).Decode(&reports); err != nil {
+		t.Fatal(err)
+	}
+	return reports
+}
+
+func recordedRun(t *testing.T, name string, run int, stackKey string) Run {
+	t.Helper()
+	r, err := FromGinkgo(recorded(t, name), run, stackKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestRecordedRunsRead: the stack comes from the suite setup's report entry,
+// every spec names a requirement of the catalogue, and Ginkgo's states map
+// onto faultline's (a not-implemented skip is not a skip).
+func TestRecordedRunsRead(t *testing.T) {
+	for name, want := range map[string]struct {
+		key, runtime, version string
+		states                map[State]int
+	}{
+		"full-containerd": {"containerd-1.36", "containerd", "2.4.2", map[State]int{Pass: 40, Fail: 11, NotImplemented: 1, Pending: 4}},
+		"full-crio":       {"crio-1.36", "crio", "1.36.2", map[State]int{Pass: 45, Fail: 6, NotImplemented: 1, Pending: 4}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := recordedRun(t, name, 1, "")
+			if r.Stack.Key != want.key || r.Stack.Runtime != want.runtime || r.Stack.RuntimeVersion != want.version || len(r.Stack.Nodes) != 1 {
+				t.Errorf("stack %+v", r.Stack)
+			}
+			got := map[State]int{}
+			for _, s := range r.Specs {
+				got[s.State]++
+				if len(s.Requirements) == 0 {
+					t.Errorf("%s names no requirement", s.Name)
+				}
+				for _, id := range s.Requirements {
+					if _, ok := requirements.Lookup(id); !ok {
+						t.Errorf("%s names unknown %s", s.Name, id)
+					}
+				}
+				if s.State == Fail && s.Message == "" {
+					t.Errorf("%s failed without a message", s.Name)
+				}
+			}
+			for _, s := range States {
+				if got[s] != want.states[s] {
+					t.Errorf("specs per state %v, want %v", got, want.states)
+					break
+				}
+			}
+			if len(r.SetupFailures) != 0 {
+				t.Errorf("setup failures %+v", r.SetupFailures)
+			}
+		})
+	}
+}
+
+// TestRecordedRunsAgainstBuiltinExpectations: the checked-in expectations
+// explain every failure of the recorded full runs (the expectations files
+// live in package expectations; the same content is read here from disk so
+// this package does not import it).
+func TestRecordedRunsAgainstExpectations(t *testing.T) {
+	x, err := LoadExpectationsPath("../expectations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Build([]Run{recordedRun(t, "full-containerd", 1, ""), recordedRun(t, "full-crio", 1, "")}, x, Header{})
+	for _, v := range rep.Unexpected() {
+		t.Errorf("%s on %s: %s", v.Requirement, v.Stack, v.Unexpected)
+	}
+	if len(rep.Stacks) != 2 || len(rep.Requirements) != len(requirements.All()) {
+		t.Errorf("%d stacks, %d rows (catalogue: %d)", len(rep.Stacks), len(rep.Requirements), len(requirements.All()))
+	}
+	for _, c := range []struct {
+		id, stack string
+		state     State
+	}{
+		{"DRA-PERMANENT-FAILS-POD", "containerd-1.36", NotImplemented},
+		{"DRA-EVERY-FAILING-CLAIM-NAMED", "crio-1.36", KnownDiscrepancy},
+		{"NRI-START-ERROR-FAILS-REQUEST", "crio-1.36", KnownDiscrepancy},
+		{"NRI-START-ERROR-FAILS-REQUEST", "containerd-1.36", Pass},
+		{"NRI-POLICY-IGNORED-ERROR", "crio-1.36", Pending},
+	} {
+		if v := rep.Verdict(c.id, c.stack); v == nil || v.State != c.state {
+			t.Errorf("%s on %s: %+v, want %s", c.id, c.stack, v, c.state)
+		}
+	}
+
+	// Without expectations every failure is unexpected, and so is a
+	// not-implemented requirement.
+	bare := Build([]Run{recordedRun(t, "full-crio", 1, "")}, nil, Header{})
+	if n := len(bare.Unexpected()); n != 7 {
+		t.Errorf("%d unexpected verdicts without expectations, want 7 (6 requirements fail, 1 not implemented)", n)
+	}
+}
+
+// TestRecordedFilteredRun: specs a label filter left out are no results; a
+// report without a stack entry takes the stack the caller names.
+func TestRecordedFilteredRun(t *testing.T) {
+	if _, err := FromGinkgo(recorded(t, "ci-subset-containerd-unlabelled"), 1, ""); err == nil {
+		t.Error("a report without a stack entry and no stack given: no error")
+	}
+	r := recordedRun(t, "ci-subset-containerd-unlabelled", 1, "containerd")
+	if r.Stack.Key != "containerd" || r.LabelFilter != "(smoke || (ci && !ResourceCache))" {
+		t.Errorf("stack %q, filter %q", r.Stack.Key, r.LabelFilter)
+	}
+	got := map[State]int{}
+	for _, s := range r.Specs {
+		got[s.State]++
+	}
+	// Ginkgo reports the 4 pending specs whatever the filter; the filter
+	// (no ci label) left them out.
+	if got[Pass] != 18 || len(r.Specs) != 18 {
+		t.Errorf("states %v, want 18 pass (31 specs filtered out, 4 pending ones too)", got)
+	}
+	// Its specs name no requirement: one row says so.
+	rep := Build([]Run{r}, nil, Header{})
+	if len(rep.Requirements) != 1 || rep.Requirements[0].ID != NoRequirement {
+		t.Errorf("rows %+v", rep.Requirements)
+	}
+}
+
+// TestRecordedRepeat: three runs of the CRI suite on one containerd cluster
+// (--repeat 3, 2026-11-24): the container stage's 5, 6 and 7 each failed in
+// one run, which the expectations allow as "varies"; the NRI suite's
+// pending specs, which Ginkgo reports whatever the filter, are no rows.
+func TestRecordedRepeat(t *testing.T) {
+	var runs []Run
+	for i := 1; i <= 3; i++ {
+		runs = append(runs, recordedRun(t, fmt.Sprintf("repeat-cri-containerd-run%d", i), i, ""))
+	}
+	x, err := LoadExpectationsPath("../expectations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := Build(runs, x, Header{})
+	if !rep.OK() {
+		for _, v := range rep.Unexpected() {
+			t.Errorf("%s: %s", v.Requirement, v.Unexpected)
+		}
+	}
+	var varying []string
+	for _, v := range rep.Verdicts {
+		if v.Varies {
+			varying = append(varying, fmt.Sprintf("%s %v", v.Requirement, v.Runs))
+		}
+		if r, _ := requirements.Lookup(v.Requirement); r.Area != "cri" && r.Area != "faultline" {
+			t.Errorf("row %s of area %s in a CRI-only run", v.Requirement, r.Area)
+		}
+		if len(v.Runs) != 3 {
+			t.Errorf("%s: %d runs", v.Requirement, len(v.Runs))
+		}
+	}
+	want := []string{
+		"CRI-CONTAINER-CHANGED-REQUEST [pass fail pass]",
+		"CRI-CONTAINER-UNCLAIMED-REMOVED [pass pass fail]",
+		"CRI-CONTAINER-RESTART-NO-LEAK [fail pass pass]",
+	}
+	if strings.Join(varying, "\n") != strings.Join(want, "\n") {
+		t.Errorf("varying:\n%s\nwant:\n%s", strings.Join(varying, "\n"), strings.Join(want, "\n"))
+	}
+	// Without the "varies" expectations they are unexpected.
+	strict := Build(runs, nil, Header{})
+	if v := strict.Verdict("CRI-CONTAINER-CHANGED-REQUEST", "containerd-1.36"); v == nil || !strings.Contains(v.Unexpected, "varies: pass in 2 of 3 runs, fail in 1 of 3 runs") {
+		t.Errorf("%+v", v)
+	}
+}
