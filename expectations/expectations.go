@@ -18,3 +18,12 @@ var files embed.FS
 func Builtin() (verdicts.ExpectationSet, error) {
 	return verdicts.LoadExpectations(files)
 }
+
+// Load reads the expectations at path (a file or a directory of files), or
+// the built-in ones when path is empty.
+func Load(path string) (verdicts.ExpectationSet, error) {
+	if path == "" {
+		return Builtin()
+	}
+	return verdicts.LoadExpectationsPath(path)
+}

@@ -279,7 +279,9 @@ func (b *realBackend) ImageID(ctx context.Context, ref string) string {
 func GinkgoArgs(o Options, dir string) []string {
 	args := []string{"run", "--procs", fmt.Sprint(o.Procs), "--output-dir", dir,
 		"--junit-report", "junit_01.xml", "--json-report", verdicts.GinkgoReportFile,
-		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s"}
+		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s",
+		// A filter that selects nothing is a mistake, not a green run.
+		"--fail-on-empty"}
 	if filter := LabelFilter(o.Suites, o.LabelFilter); filter != "" {
 		args = append(args, "--label-filter", filter)
 	}

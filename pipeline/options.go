@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // Suites are the suites of the test binary (suites/suitenames).
@@ -60,8 +60,8 @@ type Options struct {
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
 	// zero is the default in clusters/facts.
 	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
-	// Repeat runs the selection this many times on each cluster; the report
-	// says per requirement whether its verdict varied.
+	// Repeat runs the selection this many times on each cluster (zero:
+	// once); the report says per requirement whether its verdict varied.
 	Repeat int
 	// Expectations is a file or directory of expectations to judge by
 	// instead of the built-in ones (package expectations).
@@ -87,6 +87,11 @@ func (o *Options) Validate() error {
 	if o.Artifacts == "" {
 		o.Artifacts = "_artifacts"
 	}
+	// Absolute: the manifest names results relative to it, and the suites
+	// run in another directory.
+	if abs, err := filepath.Abs(o.Artifacts); err == nil {
+		o.Artifacts = abs
+	}
 	if len(o.Runtimes) == 0 {
 		o.Runtimes = []runtimes.Runtime{runtimes.MustLookup(runtimes.Default)}
 	}
@@ -95,15 +100,14 @@ func (o *Options) Validate() error {
 		errs = append(errs, err.Error())
 	}
 	o.Suites = suites
-	if o.Repeat == 0 {
-		o.Repeat = 1
-	}
 	if o.Repeat < 1 {
-		errs = append(errs, fmt.Sprintf("--repeat wants a positive number, got %d", o.Repeat))
+		o.Repeat = 1 // the zero value: one run (the CLI refuses less than 1)
 	}
 	if o.Expectations != "" {
-		if _, err := verdicts.LoadExpectationsPath(o.Expectations); err != nil {
+		if _, err := expectations.Load(o.Expectations); err != nil {
 			errs = append(errs, fmt.Sprintf("--expectations: %v", err))
+		} else if abs, err := filepath.Abs(o.Expectations); err == nil {
+			o.Expectations = abs
 		}
 	}
 	if o.Procs < 1 {

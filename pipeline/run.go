@@ -13,7 +13,6 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/internal/version"
 	"github.com/faultline-k8s/faultline/report"
@@ -50,6 +49,11 @@ func runWith(work, cleanup context.Context, opts Options, b backend) error {
 	r := &run{opts: opts, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Runtimes))}
 	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
 		return fmt.Errorf("artifacts directory: %w", err)
+	}
+	for _, f := range append([]string{verdicts.ManifestFile}, report.Files...) {
+		if err := os.Remove(filepath.Join(opts.Artifacts, f)); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("remove an earlier run's %s: %w", f, err)
+		}
 	}
 	err := r.do(work)
 	r.cleanup(work, cleanup)
@@ -164,7 +168,26 @@ func (r *run) do(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
-	return errors.Join(joinRuntimeErrors(o.Runtimes, errs), r.writeReport(ctx))
+	for i, err := range errs {
+		if err != nil {
+			r.stacks[i].Errors = append(r.stacks[i].Errors, err.Error())
+		}
+	}
+	return r.finish(ctx, joinRuntimeErrors(o.Runtimes, errs))
+}
+
+// finish writes the report and returns the run's error: a run that could
+// not finish (err) says so even when the report also has unexpected
+// verdicts, so that its exit code is not the verdicts' one.
+func (r *run) finish(ctx context.Context, err error) error {
+	werr := r.writeReport(ctx)
+	switch {
+	case err == nil:
+		return werr
+	case werr != nil:
+		return fmt.Errorf("%w (and the report: %v)", err, werr)
+	}
+	return err
 }
 
 // onKind runs the suites of one runtime on a kind cluster of its own.
@@ -292,13 +315,27 @@ func (r *run) existingCluster(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	// A kubeconfig a kept run left in the results directory survives its
+	// emptying.
+	kubeconfig, err := os.ReadFile(o.Kubeconfig)
+	if err != nil {
+		return err
+	}
 	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(o.Kubeconfig); os.IsNotExist(err) {
+		if err := os.WriteFile(o.Kubeconfig, kubeconfig, 0o600); err != nil {
+			return err
+		}
+	}
 	r.stacks = []verdicts.ManifestStack{{Runtime: rt.Name}}
 	_, err = r.runSuites(ctx, 0, rt, o.Kubeconfig, o.FakesImage, dir)
-	return errors.Join(err, r.writeReport(ctx))
+	if err != nil {
+		r.stacks[0].Errors = append(r.stacks[0].Errors, err.Error())
+	}
+	return r.finish(ctx, err)
 }
 
 // writeReport writes the manifest (run.json) and judges the runs that wrote
@@ -309,7 +346,7 @@ func (r *run) writeReport(ctx context.Context) error {
 	o := r.opts
 	var stacks []verdicts.ManifestStack
 	for _, s := range r.stacks {
-		if len(s.Runs) > 0 {
+		if len(s.Runs) > 0 || len(s.Errors) > 0 {
 			stacks = append(stacks, s)
 		}
 	}
@@ -321,15 +358,13 @@ func (r *run) writeReport(ctx context.Context) error {
 	err := r.stages.Run("", "report", func() error {
 		m := verdicts.Manifest{Stacks: stacks, Header: verdicts.Header{
 			Faultline: version.String(), Date: time.Now().UTC(), Repeat: o.Repeat,
+			OwnClusters: o.Kubeconfig == "", Expectations: o.Expectations,
 		}}
 		if err := verdicts.WriteManifest(o.Artifacts, m); err != nil {
 			return err
 		}
-		x, err := loadExpectations(o.Expectations)
-		if err != nil {
-			return err
-		}
-		rep, err = report.FromArtifacts(o.Artifacts, x)
+		var err error
+		rep, err = report.FromArtifacts(o.Artifacts, o.Expectations)
 		if err != nil {
 			return err
 		}
@@ -367,14 +402,6 @@ func (r *run) screenshot(ctx context.Context) {
 		defer cancel()
 		return report.Screenshot(sctx, filepath.Join(r.opts.Artifacts, report.HTMLFile), filepath.Join(r.opts.Artifacts, report.PNGFile))
 	})
-}
-
-// loadExpectations reads --expectations, else the built-in ones.
-func loadExpectations(path string) (verdicts.ExpectationSet, error) {
-	if path != "" {
-		return verdicts.LoadExpectationsPath(path)
-	}
-	return expectations.Builtin()
 }
 
 // cleanup undoes what the run made, last-made first, within its time limit;

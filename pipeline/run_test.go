@@ -156,6 +156,8 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 		s.State, s.Failure = types.SpecStateFailed, types.Failure{Message: "it failed"}
 	case verdicts.NotImplemented:
 		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: verdicts.NotImplementedPrefix + "no such thing"}
+	case verdicts.Skipped:
+		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: "a precondition is missing"}
 	}
 	return s
 }
@@ -281,21 +283,29 @@ func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
 	for name, tc := range map[string]struct {
 		state       verdicts.State
 		requirement string
+		message     string
 		unexpected  bool
 	}{
-		"expected failure":        {verdicts.Fail, expected, false},
-		"expected failure passes": {verdicts.Pass, expected, true},
-		"new failure":             {verdicts.Fail, "DRA-TRANSIENT-RETRIED", true},
-		"pass":                    {verdicts.Pass, "DRA-TRANSIENT-RETRIED", false},
+		"expected failure":                 {verdicts.Fail, expected, "both failed, but the user is told about only one", false},
+		"expected failure of another kind": {verdicts.Fail, expected, "timed out waiting for the pod", true},
+		"expected failure passes":          {verdicts.Pass, expected, "", true},
+		"new failure":                      {verdicts.Fail, "DRA-TRANSIENT-RETRIED", "it failed", true},
+		"new skip on an own cluster":       {verdicts.Skipped, "DRA-TRANSIENT-RETRIED", "no handler", true},
+		"pass":                             {verdicts.Pass, "DRA-TRANSIENT-RETRIED", "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeBackend{specs: func(string, int) []types.SpecReport {
-				return []types.SpecReport{fakeSpec(tc.state, tc.requirement)}
+				s := fakeSpec(tc.state, tc.requirement)
+				if tc.message != "" {
+					s.Failure.Message = tc.message
+				}
+				return []types.SpecReport{s}
 			}}
 			o := testOptions(t)
 			err := runFake(t, o, f)
 			if got := errors.Is(err, verdicts.ErrUnexpected); got != tc.unexpected || (err != nil && !got) {
-				t.Errorf("err = %v, want unexpected=%v", err, tc.unexpected)
+				md, _ := os.ReadFile(filepath.Join(o.Artifacts, "report.md"))
+				t.Errorf("err = %v, want unexpected=%v\n%s", err, tc.unexpected, md)
 			}
 			for _, file := range []string{"report.md", "report.json", "report.html", verdicts.ManifestFile} {
 				if _, err := os.Stat(filepath.Join(o.Artifacts, file)); err != nil {
@@ -565,5 +575,52 @@ func TestLabelFilter(t *testing.T) {
 	got, err := ParseSuites([]string{"nri", "dra,nri"})
 	if err != nil || strings.Join(got, ",") != "dra,nri" {
 		t.Errorf("ParseSuites = %v, %v", got, err)
+	}
+}
+
+// TestRelativeArtifacts: the default --artifacts is relative; the manifest
+// still names each run's report.
+func TestRelativeArtifacts(t *testing.T) {
+	t.Chdir(t.TempDir())
+	o := testOptions(t)
+	o.Artifacts = "_artifacts"
+	if err := runFake(t, o, &fakeBackend{}); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.ReadJSON("_artifacts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Verdicts) != 1 {
+		t.Errorf("verdicts %+v", rep.Verdicts)
+	}
+}
+
+// TestRuntimeThatCouldNotRun: when one runtime's cluster cannot be made,
+// the report shows that stack's failure next to the other's verdicts, the
+// run's error is not the verdicts' (exit code 3, not 1), and an earlier
+// run's report does not survive.
+func TestRuntimeThatCouldNotRun(t *testing.T) {
+	o := testOptions(t, "all")
+	if err := os.WriteFile(filepath.Join(o.Artifacts, "report.html"), []byte("an older run's"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &fakeBackend{fail: map[string]error{"create faultline-crio": errors.New("kind: node did not start")}}
+	err := runFake(t, o, f)
+	if err == nil || errors.Is(err, verdicts.ErrUnexpected) {
+		t.Fatalf("err = %v, want the cluster's failure and not ErrUnexpected", err)
+	}
+	rep, rerr := report.ReadJSON(o.Artifacts)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != "crio" || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
+		t.Errorf("setup failures %+v", rep.SetupFailures)
+	}
+	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", "containerd-1.36"); v == nil || v.State != verdicts.Pass {
+		t.Errorf("containerd's verdict %+v", v)
+	}
+	if html, _ := os.ReadFile(filepath.Join(o.Artifacts, "report.html")); strings.Contains(string(html), "an older run's") {
+		t.Error("an earlier run's report.html survived")
 	}
 }

@@ -53,34 +53,33 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 	for _, s := range r.Stacks {
 		fmt.Fprintf(w, "%s: %s\n", s.Key, s.Column())
 	}
-	writeOutcome(w, r, func(s string) string { return s })
+	writeOutcome(w, r)
 }
 
 // writeOutcome says whether the run is good, and if not, every unexpected
-// verdict and setup failure with its reason (each line passed through
-// quote, for Markdown).
-func writeOutcome(w io.Writer, r *verdicts.Report, quote func(string) string) {
+// verdict and setup failure with its reason.
+func writeOutcome(w io.Writer, r *verdicts.Report) {
 	for _, s := range r.Stacks {
 		if r.Expectations[s.Key] == "" {
-			fmt.Fprintf(w, "%s\n", quote(fmt.Sprintf("No expectations for %s: every failure there counts as unexpected.", s.Key)))
+			fmt.Fprintf(w, "No expectations for %s: every failure there counts as unexpected.\n", s.Key)
 		}
 	}
 	unexpected := r.Unexpected()
 	if r.OK() {
-		fmt.Fprintln(w, quote(fmt.Sprintf("Nothing unexpected: %s.", countStates(r))))
+		fmt.Fprintf(w, "Nothing unexpected: %s.\n", countStates(r))
 		return
 	}
-	fmt.Fprintln(w, quote(fmt.Sprintf("%d unexpected verdict(s), %d setup failure(s): %s.", len(unexpected), len(r.SetupFailures), countStates(r))))
+	fmt.Fprintf(w, "%d unexpected verdict(s), %d setup failure(s): %s.\n", len(unexpected), len(r.SetupFailures), countStates(r))
 	for _, v := range unexpected {
-		fmt.Fprintln(w, quote(fmt.Sprintf("- %s on %s: %s", v.Requirement, v.Stack, v.Unexpected)))
+		fmt.Fprintf(w, "- %s on %s: %s\n", v.Requirement, v.Stack, v.Unexpected)
 		for _, s := range v.Specs {
-			if s.State == verdicts.Fail || s.State != verdicts.Pass && s.State != verdicts.Pending {
-				fmt.Fprintln(w, quote(fmt.Sprintf("    run %d, %s: %s: %s", s.Run, s.State, s.Name, FirstLine(s.Message))))
+			if s.State != verdicts.Pass && s.State != verdicts.Pending {
+				fmt.Fprintf(w, "    run %d, %s: %s: %s\n", s.Run, s.State, s.Name, FirstLine(s.Message))
 			}
 		}
 	}
 	for _, f := range r.SetupFailures {
-		fmt.Fprintln(w, quote(fmt.Sprintf("- setup failed on %s (run %d, %s): %s", f.Stack, f.Run, f.Name, FirstLine(f.Message))))
+		fmt.Fprintf(w, "- setup failed on %s (run %d, %s): %s\n", f.Stack, f.Run, f.Name, FirstLine(f.Message))
 	}
 }
 
@@ -106,14 +105,7 @@ func countStates(r *verdicts.Report) string {
 	return strings.Join(parts, ", ")
 }
 
-// FirstLine is a message's first line, at most 300 characters.
-func FirstLine(s string) string {
-	s = strings.TrimSpace(s)
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	if utf8.RuneCountInString(s) > 300 {
-		s = string([]rune(s)[:300]) + "…"
-	}
-	return s
-}
+// FirstLine is a message for one line of a list: whitespace collapsed, at
+// most 300 characters (a Gomega failure's first line alone is often just
+// "Expected").
+func FirstLine(s string) string { return verdicts.OneLine(s, 300) }

@@ -371,7 +371,7 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 <li><span class="chip state-{{.Slug}}"><span class="sym">{{.Symbol}}</span> {{.Name}}</span><span>{{.Meaning}}</span></li>
 {{- end}}
 <li><span class="chip not-run">&nbsp;empty&nbsp;</span><span>not run: no spec of the requirement ran on the stack</span></li>
-<li><span class="chip state-pass varies">pass 2/3, fail 1/3</span><span>varies: the runs disagree; the colour is the worst run's, the text each state's share</span></li>
+<li><span class="chip state-known-discrepancy varies">pass 2/3, fail 1/3</span><span>varies: the runs disagree; the colour is the verdict's (the worst run's, a failure the expectations explain as known discrepancy), the text each state's share</span></li>
 <li><span class="chip state-fail unexpected"><span class="sym">{{.FailSymbol}}</span> fail<span class="marker">{{.Mark}}</span></span><span>unexpected: this verdict makes the run fail (hover or open the cell for why)</span></li>
 </ul>
 </section>

@@ -20,7 +20,7 @@ func WriteMarkdown(w io.Writer, r *verdicts.Report) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "## Outcome")
 	fmt.Fprintln(w)
-	writeOutcome(w, r, func(s string) string { return s })
+	writeOutcome(w, r)
 	writeMarkdownReasons(w, r)
 }
 
@@ -118,7 +118,7 @@ func writeMarkdownReasons(w io.Writer, r *verdicts.Report) {
 					line += ": " + m
 				}
 				if spec.Dump != "" {
-					line += fmt.Sprintf(" ([dump](%s/))", spec.Dump)
+					line += fmt.Sprintf(" ([dump](<%s/>))", spec.Dump)
 				}
 				fmt.Fprintln(w, cellText(line))
 			}
@@ -165,7 +165,7 @@ func ReplaceReadmeGrid(doc string, r *verdicts.Report) (string, error) {
 	b.WriteString("\n")
 	WriteMarkdownGrid(&b, r)
 	b.WriteString("\n")
-	writeOutcome(&b, r, func(s string) string { return s })
+	writeOutcome(&b, r)
 	b.WriteString(doc[end:])
 	return b.String(), nil
 }

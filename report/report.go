@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
 
@@ -19,7 +20,14 @@ const (
 	MarkdownFile = "report.md"
 	JSONFile     = "report.json"
 	HTMLFile     = "report.html"
+	// PNGFile is the screenshot of report.html a run takes when it can.
+	PNGFile = "report.png"
 )
+
+// Files are what a report writes into an artifacts directory; a new run
+// removes them (and run.json) first, so a run that gets nowhere leaves no
+// older run's verdicts behind.
+var Files = []string{MarkdownFile, JSONFile, HTMLFile, PNGFile}
 
 // Symbol is a state's one-character mark in the grids.
 func Symbol(s verdicts.State) string {
@@ -130,13 +138,22 @@ func WriteAll(dir string, r *verdicts.Report) error {
 }
 
 // FromArtifacts judges the runs a run's artifacts directory lists (its
-// run.json) against x, and writes report.md, report.json and report.html
-// beside them.
-func FromArtifacts(dir string, x verdicts.ExpectationSet) (*verdicts.Report, error) {
+// run.json) and writes report.md, report.json and report.html beside them.
+// It judges by the expectations at expectationsPath, else by those the run
+// used (run.json), else by the built-in ones.
+func FromArtifacts(dir, expectationsPath string) (*verdicts.Report, error) {
 	m, runs, err := verdicts.ReadArtifacts(dir)
 	if err != nil {
 		return nil, err
 	}
+	if expectationsPath == "" {
+		expectationsPath = m.Header.Expectations
+	}
+	x, err := expectations.Load(expectationsPath)
+	if err != nil {
+		return nil, err
+	}
+	m.Header.Expectations = expectationsPath
 	rep := verdicts.Build(runs, x, m.Header)
 	return rep, WriteAll(dir, rep)
 }

@@ -40,9 +40,6 @@ func HaveBrowser() bool {
 	return err == nil
 }
 
-// PNGFile is the screenshot of report.html a run takes when it can.
-const PNGFile = "report.png"
-
 // htmlBrowserNames are the names Chromium goes by on Linux distributions.
 var htmlBrowserNames = []string{"chromium", "chromium-browser", "google-chrome-stable", "google-chrome"}
 

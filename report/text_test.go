@@ -1,13 +1,18 @@
 package report
 
 import (
+	"compress/gzip"
+	"encoding/json"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 func TestGrid(t *testing.T) {
@@ -51,7 +56,7 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| stack | runtime | Kubernetes | NRI |",
 		"containerd retries forever. ([reference](https://github.com/containerd/containerd/issues/1))",
-		"([dump](containerd-1.36/run-2/dumps/varying spec/))",
+		"([dump](<containerd-1.36/run-2/dumps/varying spec/>))",
 		"**unexpected**",
 		"label filter `Area:dra || Area:cri`",
 		"every spec run 3 times",
@@ -99,43 +104,51 @@ func TestJSONRoundTrip(t *testing.T) {
 	}
 }
 
-// TestReadmeGridIsGenerated: the README's verdict grid is what
-// ReplaceReadmeGrid writes (faultline report --update-readme) for a full run:
-// one row per requirement of the catalogue, in its order, every cell a
-// state. A requirement added to the catalogue needs a new run's grid.
+// TestReadmeGridIsGenerated: the README's verdict grid is exactly what
+// faultline report --update-readme writes for the full run recorded in
+// verdicts/testdata (full-containerd, full-crio), judged by the built-in
+// expectations. A new full run replaces both, and a changed catalogue or
+// expectation shows here.
 func TestReadmeGridIsGenerated(t *testing.T) {
 	doc, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(doc)
-	begin, end := strings.Index(s, ReadmeBegin), strings.Index(s, ReadmeEnd)
-	if begin < 0 || end < begin {
-		t.Fatalf("README.md has no generated grid (%s ... %s)", ReadmeBegin, ReadmeEnd)
-	}
-	var ids []string
-	for _, line := range strings.Split(s[begin:end], "\n") {
-		id, ok := strings.CutPrefix(line, "| `")
-		if !ok {
-			continue
+	var runs []verdicts.Run
+	for _, name := range []string{"full-containerd", "full-crio"} {
+		f, err := os.Open("../verdicts/testdata/" + name + ".json.gz")
+		if err != nil {
+			t.Fatal(err)
 		}
-		id, rest, _ := strings.Cut(id, "` ")
-		ids = append(ids, id)
-		cells := strings.Split(strings.TrimSuffix(rest, " |"), " | ")[1:]
-		for _, c := range cells {
-			if !readmeCellPattern.MatchString(c) {
-				t.Errorf("%s: cell %q is not a generated one", id, c)
-			}
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
 		}
+		var reports []types.Report
+		err = json.NewDecoder(z).Decode(&reports)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		run, err := verdicts.FromGinkgo(reports, 1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs = append(runs, run)
 	}
-	var want []string
-	for _, r := range requirements.All() {
-		want = append(want, r.ID)
+	x, err := expectations.Builtin()
+	if err != nil {
+		t.Fatal(err)
 	}
-	if strings.Join(ids, " ") != strings.Join(want, " ") {
-		t.Errorf("README grid rows:\n%v\nthe catalogue:\n%v\nregenerate it from a full run: faultline report --artifacts DIR --update-readme README.md", ids, want)
+	rep := verdicts.Build(runs, x, verdicts.Header{OwnClusters: true})
+	if len(rep.Requirements) != len(requirements.All()) {
+		t.Errorf("the recorded run has %d requirements, the catalogue %d: record a new full run", len(rep.Requirements), len(requirements.All()))
+	}
+	want, err := ReplaceReadmeGrid(string(doc), rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want != string(doc) {
+		t.Errorf("README.md's grid is not the recorded run's; regenerate it (faultline report --artifacts DIR --update-readme README.md, and copy that run's ginkgo.json files into verdicts/testdata):\n%s", want[strings.Index(want, ReadmeBegin):strings.Index(want, ReadmeEnd)])
 	}
 }
-
-// readmeCellPattern matches a cell WriteMarkdownGrid writes.
-var readmeCellPattern = regexp.MustCompile(`^(~?[✓✗≈∅↷…0-9]+!?|[✓✗≈∅↷…]!? (pass|fail|known discrepancy|not implemented|skipped|pending))?$`)

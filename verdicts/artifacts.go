@@ -34,6 +34,10 @@ type ManifestStack struct {
 	// Runs are the Ginkgo JSON reports of each run, relative to the
 	// artifacts directory, in order.
 	Runs []string `json:"runs"`
+	// Errors say why the run could not finish on this stack (a cluster that
+	// was not made, a test binary that wrote no report): each one fails
+	// the run as a setup failure of the stack.
+	Errors []string `json:"errors,omitempty"`
 	// What the run knows about the stack beyond what the cluster shows.
 	NodeImage    string `json:"nodeImage,omitempty"`
 	FakesImageID string `json:"fakesImageID,omitempty"`
@@ -64,6 +68,7 @@ func ReadArtifacts(dir string) (Manifest, []Run, error) {
 	var runs []Run
 	var errs []error
 	for _, s := range m.Stacks {
+		first := len(runs)
 		for i, rel := range s.Runs {
 			run, err := ReadGinkgoFile(filepath.Join(dir, rel), i+1, s.Runtime)
 			if err != nil {
@@ -73,15 +78,28 @@ func ReadArtifacts(dir string) (Manifest, []Run, error) {
 			// Dumps are relative to the run's directory; the report sits
 			// in dir.
 			base := filepath.Dir(rel)
-			for j := range run.Specs {
-				if run.Specs[j].Dump != "" {
-					run.Specs[j].Dump = filepath.ToSlash(filepath.Join(base, run.Specs[j].Dump))
+			for _, specs := range [][]Spec{run.Specs, run.SetupFailures} {
+				for j := range specs {
+					if specs[j].Dump != "" {
+						specs[j].Dump = filepath.ToSlash(filepath.Join(base, specs[j].Dump))
+					}
 				}
 			}
 			fill(&run.Stack.NodeImage, s.NodeImage)
 			fill(&run.Stack.FakesImageID, s.FakesImageID)
 			fill(&run.Stack.NRIVersion, s.NRIVersion)
 			runs = append(runs, run)
+		}
+		if len(s.Errors) == 0 {
+			continue
+		}
+		if len(runs) == first {
+			// Nothing ran: the stack is known by its runtime alone.
+			runs = append(runs, Run{Stack: StackInfo{Key: s.Runtime, Runtime: s.Runtime, NodeImage: s.NodeImage}})
+		}
+		last := &runs[len(runs)-1]
+		for _, e := range s.Errors {
+			last.SetupFailures = append(last.SetupFailures, Spec{Name: "[faultline e2e]", State: Fail, Message: e, Run: len(s.Runs)})
 		}
 	}
 	return m, runs, errors.Join(errs...)

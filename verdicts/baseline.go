@@ -40,7 +40,11 @@ func Compare(base, cur *Report) []Change {
 		seen[key] = true
 		b := base.Verdict(v.Requirement, v.Stack)
 		if b == nil {
-			out = append(out, Change{v.Requirement, v.Stack, ChangeNew, "", v.State})
+			kind := ChangeNew
+			if failing(v.State) {
+				kind = ChangeNewFailure
+			}
+			out = append(out, Change{v.Requirement, v.Stack, kind, "", v.State})
 			continue
 		}
 		var kind string

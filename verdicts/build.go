@@ -2,6 +2,7 @@ package verdicts
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -19,6 +20,14 @@ type Header struct {
 	Focus       []string `json:"focus,omitempty"`
 	// Repeat is how many times the selection ran on each cluster.
 	Repeat int `json:"repeat"`
+	// OwnClusters: faultline made the clusters, so every precondition of
+	// every spec is there by construction, and a skip is unexpected unless
+	// an expectation names it. On a cluster it did not make, a skip is
+	// reported, never unexpected.
+	OwnClusters bool `json:"ownClusters,omitempty"`
+	// Expectations is the --expectations the run judged by ("": the
+	// built-in ones); faultline report judges by it again.
+	Expectations string `json:"expectations,omitempty"`
 }
 
 // SetupFailure is a suite-level node that failed on a stack.
@@ -132,7 +141,7 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 			rows[id] = true
 		}
 		for _, id := range requirements.Sorted(ids) {
-			rep.Verdicts = append(rep.Verdicts, judge(id, stack.Key, perReq[id], x.For(id)))
+			rep.Verdicts = append(rep.Verdicts, judge(id, stack.Key, perReq[id], x.For(id), header.OwnClusters))
 		}
 	}
 	var ids []string
@@ -153,8 +162,9 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 const NoRequirement = "UNNAMED"
 
 // judge gives one requirement's verdict on one stack from its specs' results
-// in each run.
-func judge(id, stack string, runs [][]Spec, exp *Expectation) Verdict {
+// in each run. strictSkips: a skip is unexpected unless the expectation
+// names it.
+func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) Verdict {
 	v := Verdict{Requirement: id, Stack: stack, Expectation: exp}
 	for _, specs := range runs {
 		if len(specs) == 0 {
@@ -174,7 +184,7 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation) Verdict {
 	v.Varies = len(distinct) > 1
 	v.State = worst(v.Runs)
 
-	allowed := map[State]bool{Pending: true, Skipped: true}
+	allowed := map[State]bool{Pending: true, Skipped: !strictSkips}
 	if exp == nil {
 		allowed[Pass] = true
 	} else {
@@ -182,7 +192,19 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation) Verdict {
 			allowed[s] = true
 		}
 	}
-	if v.State == Fail && exp != nil && allowed[Fail] {
+	// An expected failure must fail the expected way: a timeout or an API
+	// error where the expectation names the kubelet's wording is news.
+	var unlike []string
+	if exp != nil && allowed[Fail] && exp.Message != "" {
+		re := regexp.MustCompile(exp.Message) // ParseExpectations compiled it
+		for _, spec := range v.Specs {
+			// Whitespace collapsed: Gomega wraps long values over lines.
+			if spec.State == Fail && !re.MatchString(strings.Join(strings.Fields(spec.Message), " ")) {
+				unlike = append(unlike, fmt.Sprintf("run %d: %s", spec.Run, OneLine(spec.Message, 200)))
+			}
+		}
+	}
+	if v.State == Fail && exp != nil && allowed[Fail] && len(unlike) == 0 {
 		v.State = KnownDiscrepancy
 	}
 	var bad []string
@@ -193,6 +215,8 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation) Verdict {
 	}
 	sort.Strings(bad)
 	switch {
+	case len(bad) == 0 && len(unlike) > 0:
+		v.Unexpected = fmt.Sprintf("failed, but not the way the expectation says (its message matches no /%s/): %s", exp.Message, strings.Join(unlike, "; "))
 	case len(bad) == 0:
 	case exp == nil:
 		v.Unexpected = fmt.Sprintf("%s, and no expectation for this stack says so", describeRuns(v))
@@ -230,4 +254,14 @@ func describeExpectation(e Expectation) string {
 		return "to vary (" + strings.Join(o, " or ") + ")"
 	}
 	return e.Verdict
+}
+
+// OneLine is a message on one line, whitespace collapsed, at most max
+// characters: a Gomega failure's first line alone is often just "Expected".
+func OneLine(s string, max int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > max {
+		s = string(r[:max]) + "…"
+	}
+	return s
 }

@@ -193,7 +193,7 @@ func TestCompare(t *testing.T) {
 	base := Build([]Run{stackRun("containerd-1.36",
 		spec(Pass, 1, "DRA-TRANSIENT-RETRIED"), spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED"), spec(Pass, 1, "NRI-ERROR-STOPS-CHAIN"), spec(Pass, 1, "DRA-UNPREPARE-RETRIED"))}, x, Header{})
 	cur := Build([]Run{
-		stackRun("containerd-1.36", spec(Fail, 1, "DRA-TRANSIENT-RETRIED"), spec(Pass, 1, "DRA-EVERY-FAILING-CLAIM-NAMED"), spec(Pass, 1, "NRI-ERROR-STOPS-CHAIN"), spec(Pass, 1, "NRI-ASYNC-ERROR-IGNORED")),
+		stackRun("containerd-1.36", spec(Fail, 1, "DRA-TRANSIENT-RETRIED"), spec(Pass, 1, "DRA-EVERY-FAILING-CLAIM-NAMED"), spec(Pass, 1, "NRI-ERROR-STOPS-CHAIN"), spec(Pass, 1, "NRI-ASYNC-ERROR-IGNORED"), spec(Fail, 1, "NRI-CRASHED-PLUGIN-DROPPED")),
 		stackRun("containerd-1.36", spec(Pass, 2, "DRA-TRANSIENT-RETRIED"), spec(Pass, 2, "DRA-EVERY-FAILING-CLAIM-NAMED"), spec(Fail, 2, "NRI-ERROR-STOPS-CHAIN"), spec(Pass, 2, "NRI-ASYNC-ERROR-IGNORED")),
 	}, x, Header{})
 	var got []string
@@ -202,6 +202,7 @@ func TestCompare(t *testing.T) {
 	}
 	want := []string{
 		"new failure DRA-TRANSIENT-RETRIED",
+		"new failure NRI-CRASHED-PLUGIN-DROPPED",
 		"new failure NRI-ERROR-STOPS-CHAIN",
 		"new pass DRA-EVERY-FAILING-CLAIM-NAMED",
 		"not in the baseline NRI-ASYNC-ERROR-IGNORED",
@@ -209,5 +210,49 @@ func TestCompare(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changes:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestSkipsOnOwnClusters: on a cluster faultline made a skip is unexpected
+// unless an expectation names it; elsewhere it is reported only.
+func TestSkipsOnOwnClusters(t *testing.T) {
+	x := mustExpect(t, `stack: crio-1.36
+expect:
+- {requirement: DRA-HEALTH-IN-POD-STATUS, verdict: skipped, reason: gate off, reference: "https://x"}
+`)
+	runs := []Run{stackRun("crio-1.36", spec(Skipped, 1, "DRA-TRANSIENT-RETRIED"), spec(Skipped, 1, "DRA-HEALTH-IN-POD-STATUS"))}
+	own := Build(runs, x, Header{OwnClusters: true})
+	if v := own.Verdict("DRA-TRANSIENT-RETRIED", "crio-1.36"); v.Unexpected == "" {
+		t.Errorf("a skip on an own cluster is expected: %+v", v)
+	}
+	if v := own.Verdict("DRA-HEALTH-IN-POD-STATUS", "crio-1.36"); v.Unexpected != "" {
+		t.Errorf("an expected skip is unexpected: %s", v.Unexpected)
+	}
+	if foreign := Build(runs, x, Header{}); !foreign.OK() {
+		t.Errorf("a skip on a cluster faultline did not make is unexpected: %+v", foreign.Unexpected())
+	}
+}
+
+// TestExpectedFailureOfAnotherKind: a failure whose message the
+// expectation's pattern does not match is unexpected.
+func TestExpectedFailureOfAnotherKind(t *testing.T) {
+	x := mustExpect(t, `stack: crio-1.36
+expect:
+- {requirement: DRA-EVERY-FAILING-CLAIM-NAMED, verdict: fail, message: "told about only one", reason: r, reference: "https://x"}
+`)
+	like := spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED")
+	like.Message = "both failed, but the user is told about\nonly one"
+	unlike := spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED")
+	unlike.Message = "Timed out after 120s.\nExpected pod to be Pending"
+	// Matched with whitespace collapsed: the message may wrap.
+	if v := Build([]Run{stackRun("crio-1.36", like)}, x, Header{}).Verdict("DRA-EVERY-FAILING-CLAIM-NAMED", "crio-1.36"); v.State != KnownDiscrepancy || v.Unexpected != "" {
+		t.Errorf("%+v", v)
+	}
+	v := Build([]Run{stackRun("crio-1.36", unlike)}, x, Header{}).Verdict("DRA-EVERY-FAILING-CLAIM-NAMED", "crio-1.36")
+	if v.State != Fail || !strings.Contains(v.Unexpected, "not the way the expectation says") || !strings.Contains(v.Unexpected, "Timed out after 120s. Expected") {
+		t.Errorf("%+v", v)
+	}
+	if _, err := ParseExpectations([]byte("stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, message: \"(\", reason: r, reference: \"https://x\"}\n"), "bad"); err == nil {
+		t.Error("a message that is no regular expression: no error")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -25,12 +26,17 @@ type Expectation struct {
 	Reference string `json:"reference"`
 	// Evidence says which runs showed a varying verdict.
 	Evidence string `json:"evidence,omitempty"`
+	// Message, a regular expression, must match the message of every
+	// failing spec of the requirement: a failure of another kind is
+	// unexpected.
+	Message string `json:"message,omitempty"`
 }
 
 // The verdicts an expectation may name.
 const (
 	ExpectFail           = "fail"
 	ExpectNotImplemented = "not implemented"
+	ExpectSkipped        = "skipped"
 	ExpectVaries         = "varies"
 )
 
@@ -41,6 +47,8 @@ func (e Expectation) Allowed() []State {
 		return []State{Fail}
 	case ExpectNotImplemented:
 		return []State{NotImplemented}
+	case ExpectSkipped:
+		return []State{Skipped}
 	}
 	return e.Outcomes
 }
@@ -93,7 +101,7 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 		}
 		seen[e.Requirement] = true
 		switch e.Verdict {
-		case ExpectFail, ExpectNotImplemented:
+		case ExpectFail, ExpectNotImplemented, ExpectSkipped:
 			if len(e.Outcomes) > 0 {
 				errs = append(errs, where+": outcomes go with verdict "+ExpectVaries+" only")
 			}
@@ -110,7 +118,12 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 				errs = append(errs, where+": varies needs the evidence (which runs showed what)")
 			}
 		default:
-			errs = append(errs, fmt.Sprintf("%s: verdict %q: want %q, %q or %q", where, e.Verdict, ExpectFail, ExpectNotImplemented, ExpectVaries))
+			errs = append(errs, fmt.Sprintf("%s: verdict %q: want %q, %q, %q or %q", where, e.Verdict, ExpectFail, ExpectNotImplemented, ExpectSkipped, ExpectVaries))
+		}
+		if e.Message != "" {
+			if _, err := regexp.Compile(e.Message); err != nil {
+				errs = append(errs, fmt.Sprintf("%s: message: %v", where, err))
+			}
 		}
 		if strings.TrimSpace(e.Reason) == "" {
 			errs = append(errs, where+": the reason is required")

@@ -43,7 +43,7 @@ const (
 	// setup (a [SynchronizedBeforeSuite] report entry).
 	StackEntry = "faultline.stack"
 	// DumpEntry holds where a failed spec's dump went, relative to the
-	// stack's results directory.
+	// directory of the run's Ginkgo report.
 	DumpEntry = "faultline.dump"
 )
 
@@ -107,7 +107,9 @@ type Spec struct {
 	Duration time.Duration `json:"duration"`
 	// Run numbers the repetition (1..N).
 	Run int `json:"run"`
-	// Dump is the failure dump's directory, relative to the report.
+	// Dump is the failure dump's directory: relative to the Ginkgo report's
+	// directory as read (FromGinkgo), to the artifacts directory once
+	// ReadArtifacts has placed it.
 	Dump string `json:"dump,omitempty"`
 }
 

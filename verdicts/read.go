@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 
@@ -51,9 +52,16 @@ func FromGinkgo(reports []types.Report, run int, stackKey string) (Run, error) {
 	for _, rep := range reports {
 		r.LabelFilter = rep.SuiteConfig.LabelFilter
 		r.Focus = rep.SuiteConfig.FocusStrings
-		selected, err := selection(rep.SuiteConfig)
+		selected, err := selection(rep)
 		if err != nil {
 			return Run{}, err
+		}
+		// The suite as a whole failed (its timeout, an interrupt, an abort,
+		// no spec selected with --fail-on-empty): the specs it did not get
+		// to are reported as skipped like filtered ones, so this alone
+		// says the run is incomplete.
+		for _, reason := range rep.SpecialSuiteFailureReasons {
+			r.SetupFailures = append(r.SetupFailures, Spec{Name: "[suite]", State: Fail, Message: reason, Run: run})
 		}
 		for _, sr := range rep.SpecReports {
 			for _, e := range sr.ReportEntries {
@@ -87,37 +95,62 @@ func FromGinkgo(reports []types.Report, run int, stackKey string) (Run, error) {
 	return r, nil
 }
 
-// selection tells whether the run's label filter and focus chose a spec.
-func selection(c types.SuiteConfig) (func(types.SpecReport) bool, error) {
-	labels := func([]string) bool { return true }
+// selection tells whether the run's filters chose a spec, as Ginkgo decides
+// it (internal/focus.go): the label filter on the suite's and the spec's
+// labels, the file filters on its code locations, and the focus and skip
+// expressions on the suite's description and the spec's text. Ginkgo reports
+// pending specs whatever the filters; only the chosen ones are results.
+func selection(rep types.Report) (func(types.SpecReport) bool, error) {
+	c := rep.SuiteConfig
+	var checks []func(types.SpecReport) bool
 	if c.LabelFilter != "" {
 		f, err := types.ParseLabelFilter(c.LabelFilter)
 		if err != nil {
 			return nil, fmt.Errorf("the report's label filter %q: %w", c.LabelFilter, err)
 		}
-		labels = f
+		checks = append(checks, func(sr types.SpecReport) bool {
+			return f(append(append([]string(nil), rep.SuiteLabels...), sr.Labels()...))
+		})
 	}
-	var focus []*regexp.Regexp
-	for _, s := range c.FocusStrings {
-		re, err := regexp.Compile(s)
+	locations := func(sr types.SpecReport) []types.CodeLocation {
+		return append(append([]types.CodeLocation(nil), sr.ContainerHierarchyLocations...), sr.LeafNodeLocation)
+	}
+	if len(c.FocusFiles) > 0 {
+		f, err := types.ParseFileFilters(c.FocusFiles)
 		if err != nil {
-			return nil, fmt.Errorf("the report's focus %q: %w", s, err)
+			return nil, err
 		}
-		focus = append(focus, re)
+		checks = append(checks, func(sr types.SpecReport) bool { return f.Matches(locations(sr)) })
+	}
+	if len(c.SkipFiles) > 0 {
+		f, err := types.ParseFileFilters(c.SkipFiles)
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, func(sr types.SpecReport) bool { return !f.Matches(locations(sr)) })
+	}
+	text := func(sr types.SpecReport) string { return rep.SuiteDescription + " " + sr.FullText() }
+	if len(c.FocusStrings) > 0 {
+		re, err := regexp.Compile(strings.Join(c.FocusStrings, "|"))
+		if err != nil {
+			return nil, fmt.Errorf("the report's focus: %w", err)
+		}
+		checks = append(checks, func(sr types.SpecReport) bool { return re.MatchString(text(sr)) })
+	}
+	if len(c.SkipStrings) > 0 {
+		re, err := regexp.Compile(strings.Join(c.SkipStrings, "|"))
+		if err != nil {
+			return nil, fmt.Errorf("the report's skip: %w", err)
+		}
+		checks = append(checks, func(sr types.SpecReport) bool { return !re.MatchString(text(sr)) })
 	}
 	return func(sr types.SpecReport) bool {
-		if !labels(sr.Labels()) {
-			return false
-		}
-		if len(focus) == 0 {
-			return true
-		}
-		for _, re := range focus {
-			if re.MatchString(sr.FullText()) {
-				return true
+		for _, ok := range checks {
+			if !ok(sr) {
+				return false
 			}
 		}
-		return false
+		return true
 	}, nil
 }
 
@@ -152,11 +185,11 @@ func specOf(sr types.SpecReport, run int) Spec {
 		}
 	}
 	for _, e := range sr.ReportEntries {
-		if e.Name == DumpEntry {
-			var dir string
-			if json.Unmarshal([]byte(e.Value.AsJSON), &dir) == nil {
-				s.Dump = dir
-			}
+		var dir string
+		// Only a path inside the results directory: a report from
+		// elsewhere must not make the report link outside it.
+		if e.Name == DumpEntry && json.Unmarshal([]byte(e.Value.AsJSON), &dir) == nil && filepath.IsLocal(dir) {
+			s.Dump = filepath.ToSlash(dir)
 		}
 	}
 	return s

@@ -199,3 +199,40 @@ func TestRecordedRepeat(t *testing.T) {
 		t.Errorf("%+v", v)
 	}
 }
+
+// TestSuiteLevelFailures: a suite that ended early (its timeout, an
+// interrupt, no spec selected) fails the run even though the specs it did
+// not get to look like filtered ones; a dump path outside the results
+// directory is dropped; pending specs a --skip left out are no results.
+func TestSuiteLevelFailures(t *testing.T) {
+	reports := recorded(t, "full-crio")
+	reports[0].SpecialSuiteFailureReasons = []string{"Suite Timeout Elapsed"}
+	reports[0].SuiteConfig.SkipStrings = []string{"per-plugin failure policy"}
+	for i := range reports[0].SpecReports {
+		sr := &reports[0].SpecReports[i]
+		if sr.State == types.SpecStateFailed {
+			sr.ReportEntries = append(sr.ReportEntries, types.ReportEntry{Name: DumpEntry, Value: types.WrapEntryValue("../../etc")})
+		}
+	}
+	r, err := FromGinkgo(reports, 1, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.SetupFailures) != 1 || r.SetupFailures[0].Message != "Suite Timeout Elapsed" {
+		t.Errorf("setup failures %+v", r.SetupFailures)
+	}
+	for _, s := range r.Specs {
+		if strings.Contains(s.Dump, "..") {
+			t.Errorf("%s: dump %q outside the results directory kept", s.Name, s.Dump)
+		}
+		if s.State == Fail && !strings.HasPrefix(s.Dump, "dumps/") {
+			t.Errorf("%s: failed without its own dump (%q)", s.Name, s.Dump)
+		}
+		if s.State == Pending {
+			t.Errorf("%s: a pending spec --skip left out is a result", s.Name)
+		}
+	}
+	if Build([]Run{r}, nil, Header{}).OK() {
+		t.Error("a suite that timed out is OK")
+	}
+}

@@ -19,24 +19,22 @@ func init() {
 	register("report", "judge a run's results again: the grid, report.md/.json/.html; --baseline compares with an earlier run",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			dir := fs.String("artifacts", "_artifacts", "the run's artifacts directory (its run.json lists the results)")
-			expect := fs.String("expectations", "", "judge by these expectations (a file or a directory of <stack>.yaml) instead of the built-in ones")
+			expect := fs.String("expectations", "", "judge by these expectations (a file or a directory of <stack>.yaml); default: those the run judged by")
 			baseline := fs.String("baseline", "", "an earlier run's artifacts directory (or its report.json): print what changed")
-			readme := fs.String("update-readme", "", "replace the verdict grid in this Markdown file (between <!-- verdicts:begin --> and <!-- verdicts:end -->) with this run's")
+			readme := fs.String("update-readme", "", "replace the verdict grid in this Markdown file (between the lines "+report.ReadmeBegin+" and "+report.ReadmeEnd+") with this run's")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("unexpected arguments %q", args)}
 				}
-				x, err := expectations.Builtin()
 				if *expect != "" {
-					x, err = verdicts.LoadExpectationsPath(*expect)
-				}
-				if err != nil {
-					return usageError{err}
+					if _, err := expectations.Load(*expect); err != nil {
+						return usageError{err}
+					}
 				}
 				if _, err := os.Stat(filepath.Join(*dir, verdicts.ManifestFile)); err != nil {
 					return usageError{fmt.Errorf("--artifacts %s is not the artifacts directory of a faultline run (no %s)", *dir, verdicts.ManifestFile)}
 				}
-				rep, err := report.FromArtifacts(*dir, x)
+				rep, err := report.FromArtifacts(*dir, *expect)
 				if err != nil {
 					return err
 				}
