@@ -167,12 +167,12 @@ func specOf(sr types.SpecReport, run int) Spec {
 		Run:          run,
 		Message:      strings.TrimSpace(sr.Failure.Message),
 	}
-	switch {
-	case sr.State == types.SpecStatePassed:
+	switch sr.State {
+	case types.SpecStatePassed:
 		s.State = Pass
-	case sr.State == types.SpecStatePending:
+	case types.SpecStatePending:
 		s.State = Pending
-	case sr.State == types.SpecStateSkipped:
+	case types.SpecStateSkipped:
 		if why, ok := strings.CutPrefix(s.Message, NotImplementedPrefix); ok {
 			s.State, s.Message = NotImplemented, why
 		} else {

@@ -50,7 +50,7 @@ func Build(ctx context.Context, repoRoot string, log io.Writer) (string, error) 
 	build.Dir = repoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build of the fakes: %v\n%s", err, out)
+		return "", fmt.Errorf("go build of the fakes: %w\n%s", err, out)
 	}
 	h := sha256.New()
 	for _, name := range names {
@@ -76,7 +76,7 @@ func Build(ctx context.Context, repoRoot string, log io.Writer) (string, error) 
 		return "", err
 	}
 	if out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", ref, dir).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("docker build %s: %v\n%s", ref, err, out)
+		return "", fmt.Errorf("docker build %s: %w\n%s", ref, err, out)
 	}
 	fmt.Fprintf(log, "built fakes image %s\n", ref)
 	return ref, nil

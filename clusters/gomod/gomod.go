@@ -143,7 +143,7 @@ func (m Module) Write(dir, goVersion string, packages []string, env []string) er
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go mod tidy in %s: %v\n%s", dir, err, out)
+		return fmt.Errorf("go mod tidy in %s: %w\n%s", dir, err, out)
 	}
 	return nil
 }

@@ -405,7 +405,7 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 	var stderr bytes.Buffer
 	save.Stderr = &stderr
 	if err := save.Run(); err != nil {
-		return fmt.Errorf("docker save %v: %v: %s", images, err, stderr.String())
+		return fmt.Errorf("docker save %v: %w: %s", images, err, stderr.String())
 	}
 	for _, node := range nodeList {
 		rt, err := nodeRuntime(node)

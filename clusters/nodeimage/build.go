@@ -420,7 +420,8 @@ func (t *tailBuffer) String() string {
 func sourceIdentity(ctx context.Context, dir string) (string, error) {
 	head, err := exec.CommandContext(ctx, "git", "-C", dir, "rev-parse", "HEAD").Output()
 	if err != nil {
-		return fmt.Sprintf("untracked-%d", time.Now().UnixNano()), nil
+		// Not a git tree: never cached, not an error.
+		return fmt.Sprintf("untracked-%d", time.Now().UnixNano()), nil //nolint:nilerr
 	}
 	diff, err := exec.CommandContext(ctx, "git", "-C", dir, "status", "--porcelain", "--untracked-files=normal").Output()
 	if err != nil {

@@ -45,10 +45,7 @@ func (c GoComponent) Binaries() []string {
 	for i, p := range c.Packages {
 		names[i] = p[strings.LastIndex(p, "/")+1:]
 	}
-	for _, name := range sortedKeys(c.CPrograms) {
-		names = append(names, name)
-	}
-	return names
+	return append(names, sortedKeys(c.CPrograms)...)
 }
 
 // Sources says where local source trees replace pinned modules.

@@ -287,7 +287,7 @@ func expectRemoved(ctx context.Context, t *target, id string, within time.Durati
 		listed, err := t.listed(ctx)
 		if err != nil {
 			last = err
-			return false, nil // the relay may blink; poll again
+			return false, nil //nolint:nilerr // the relay may blink; poll again
 		}
 		if slices.Contains(listed, id) {
 			leaked = true

@@ -200,15 +200,3 @@ func kubeletFeatureGates(ctx context.Context, cs clientset.Interface, node strin
 	}
 	return gates, sc.Err()
 }
-
-// driverNodes returns the nodes the first driver runs on.
-func driverNodes(ctx context.Context, cs clientset.Interface) []string {
-	pods, err := draClient().Pods(ctx, firstDriver)
-	framework.ExpectNoError(err)
-	var out []string
-	for _, p := range pods {
-		out = append(out, p.Spec.NodeName)
-	}
-	gomega.Expect(out).NotTo(gomega.BeEmpty(), "the fake driver runs on no node")
-	return out
-}

@@ -269,13 +269,3 @@ func deviceCondition(devices []resourceapi.AllocatedDeviceStatus, r resourceapi.
 	}
 	return nil
 }
-
-// onNode pins a pod to a node through the scheduler (spec.nodeName would
-// bypass it, and with it the allocation of the pod's claims).
-func onNode(node string) *v1.Affinity {
-	return &v1.Affinity{NodeAffinity: &v1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &v1.NodeSelector{
-		NodeSelectorTerms: []v1.NodeSelectorTerm{{MatchFields: []v1.NodeSelectorRequirement{{
-			Key: "metadata.name", Operator: v1.NodeSelectorOpIn, Values: []string{node},
-		}}}},
-	}}}
-}

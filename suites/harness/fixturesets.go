@@ -407,7 +407,7 @@ func (r *registry) remove(ctx context.Context, env *setEnv, set FixtureSet) erro
 		if err != nil {
 			// The API server may blink: poll again.
 			last = err
-			return false, nil
+			return false, nil //nolint:nilerr // kept in last, for the timeout's message
 		}
 		return done, nil
 	}, wait.WithContext(ctx), wait.WithTimeout(removalTimeout), wait.WithInterval(r.poll), wait.WithImmediate())

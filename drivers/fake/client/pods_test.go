@@ -35,7 +35,7 @@ func TestPodsReuseForwardAndReportRefusals(t *testing.T) {
 			http.Error(w, "unknown device \"bad\"", http.StatusBadRequest)
 			return
 		}
-		w.Write([]byte(`{"method":"` + r.Method + `","path":"` + r.URL.Path + `"}`))
+		_, _ = w.Write([]byte(`{"method":"` + r.Method + `","path":"` + r.URL.Path + `"}`))
 	}))
 	defer srv.Close()
 	p, opened := testPods(srv.Listener.Addr().String())
@@ -64,7 +64,7 @@ func TestPodsReplaceBrokenForward(t *testing.T) {
 	}
 	deadAddr := dead.Addr().String()
 	dead.Close()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	defer srv.Close()
 	p, opened := testPods(deadAddr, srv.Listener.Addr().String())
 	if raw, err := p.Get(context.Background(), pod, "8080", "/healthz", nil); err != nil || string(raw) != "ok" {
@@ -123,7 +123,7 @@ func TestPodsRetryPostOnlyWhenItNeverLeft(t *testing.T) {
 
 // A forward that ends by itself leaves the cache.
 func TestPodsForgetEndedForward(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.Write([]byte("ok")) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) }))
 	defer srv.Close()
 	done := make(chan struct{})
 	opened := 0

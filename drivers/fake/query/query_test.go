@@ -1,6 +1,7 @@
 package query
 
 import (
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -73,7 +74,7 @@ func FuzzParse(f *testing.F) {
 		}
 		q, err := Parse(raw, allowed...)
 		if err != nil {
-			if _, ok := err.(*Error); !ok || err.Error() == "" {
+			if e := (*Error)(nil); !errors.As(err, &e) || err.Error() == "" {
 				t.Errorf("%q: error %T %v", raw, err, err)
 			}
 			return

@@ -245,7 +245,7 @@ func (p *Plugin) Ready() error {
 	case p.current != nil && p.current.live():
 		return nil
 	case p.lastErr != nil:
-		return fmt.Errorf("not connected to the NRI runtime at %s: %v", p.cfg.SocketPath, p.lastErr)
+		return fmt.Errorf("not connected to the NRI runtime at %s: %w", p.cfg.SocketPath, p.lastErr)
 	default:
 		return fmt.Errorf("not connected to the NRI runtime at %s yet", p.cfg.SocketPath)
 	}

@@ -443,7 +443,7 @@ func TestRequiredPluginsValidator(t *testing.T) {
 
 	// Without b, creation is rejected.
 	b.stop()
-	b.wait(t)
+	_ = b.wait(t)
 	eventually(t, "the runtime to notice b is gone", func() bool {
 		_ = rt.send("RunPodSandbox", newPod("uid-probe", nil), nil)
 		return rt.metrics.registered() == 2

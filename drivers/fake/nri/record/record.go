@@ -233,10 +233,10 @@ func (r *Recorder) reload(f *os.File, path string) error {
 	br := bufio.NewReaderSize(f, 64<<10)
 	for lineNo := 1; ; lineNo++ {
 		line, tooLong, err := readLine(br, maxLine)
-		if err == io.EOF && len(line) == 0 && !tooLong {
+		if errors.Is(err, io.EOF) && len(line) == 0 && !tooLong {
 			return nil
 		}
-		if err != nil && err != io.EOF {
+		if err != nil && !errors.Is(err, io.EOF) {
 			return err
 		}
 		switch {
@@ -254,7 +254,7 @@ func (r *Recorder) reload(f *os.File, path string) error {
 				r.append(&c)
 			}
 		}
-		if err == io.EOF {
+		if errors.Is(err, io.EOF) {
 			return nil
 		}
 	}
@@ -273,7 +273,7 @@ func readLine(br *bufio.Reader, limit int) (line []byte, tooLong bool, err error
 			}
 		}
 		switch {
-		case err == bufio.ErrBufferFull:
+		case errors.Is(err, bufio.ErrBufferFull):
 			continue
 		case err != nil:
 			return line, tooLong, err

@@ -88,7 +88,9 @@ func TestRecordSurvivesRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"seq":99,"ev`)
+	if _, err := f.WriteString(`{"seq":99,"ev`); err != nil {
+		t.Fatal(err)
+	}
 	f.Close()
 
 	second := newRecorder(t, dir, io.Discard)
@@ -208,10 +210,18 @@ func TestReloadSkipsBadLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.WriteString(`{"seq":50,"event":"CreateContainer","podUID":"u","fault":"` + strings.Repeat(`\"`, 600<<10) + `"}` + "\n") // 1.2 MB
-	f.WriteString("\x00\x00garbage\n{}\nnull\n")
-	f.WriteString(`{"seq":60,"event":"StartContainer","podUID":"u","result":"ok"}` + "\n")
-	f.WriteString(`{"seq":70,"event":"StopCont`) // torn
+	if _, err := f.WriteString(`{"seq":50,"event":"CreateContainer","podUID":"u","fault":"` + strings.Repeat(`\"`, 600<<10) + `"}` + "\n"); err != nil { // 1.2 MB
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("\x00\x00garbage\n{}\nnull\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"seq":60,"event":"StartContainer","podUID":"u","result":"ok"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(`{"seq":70,"event":"StopCont`); err != nil { // torn
+		t.Fatal(err)
+	}
 	f.Close()
 
 	var logs bytes.Buffer

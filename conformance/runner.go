@@ -1,0 +1,248 @@
+// Package conformance is the runner of faultline's conformance image. It
+// follows the Kubernetes conformance image's conventions, so that sonobuoy,
+// hydrophone and a plain Job run it alike: settings from the environment
+// (RESULTS_DIR, E2E_FOCUS, E2E_SKIP, E2E_PARALLEL, E2E_EXTRA_ARGS,
+// E2E_EXTRA_GINKGO_ARGS), results in RESULTS_DIR (e2e.log, junit_01.xml,
+// faultline's report), then a tarball of them and a "done" file naming it,
+// also when the run fails.
+package conformance
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/verdicts"
+)
+
+// Config is a run's settings, read from the environment.
+type Config struct {
+	ResultsDir string
+	// Focus and Skip are Ginkgo's --focus and --skip.
+	Focus, Skip string
+	// LabelFilter is Ginkgo's --label-filter. Default: no Disruptive spec
+	// (they restart the node's runtime); set it to "" to run them too.
+	LabelFilter string
+	Procs       int
+	// ExtraArgs go to the test binary, ExtraGinkgoArgs to ginkgo.
+	ExtraArgs, ExtraGinkgoArgs []string
+	// FakesImage is the image with faultline's fakes, pullable by the
+	// cluster (FAULTLINE_FAKES_IMAGE).
+	FakesImage string
+	// Expectations is a file or directory of expectations (optional).
+	Expectations string
+	// Kubeconfig is KUBECONFIG, else one written from the pod's service
+	// account.
+	Kubeconfig string
+	// Ginkgo and TestBinary are the programs the image holds.
+	Ginkgo, TestBinary string
+}
+
+// DefaultLabelFilter leaves out the specs that disrupt the node.
+const DefaultLabelFilter = "!Disruptive"
+
+// FromEnv reads the settings; getenv is os.LookupEnv in the image.
+func FromEnv(getenv func(string) (string, bool)) (Config, error) {
+	get := func(k, def string) string {
+		if v, ok := getenv(k); ok {
+			return v
+		}
+		return def
+	}
+	c := Config{
+		ResultsDir:      get("RESULTS_DIR", "/tmp/results"),
+		Focus:           get("E2E_FOCUS", ""),
+		Skip:            get("E2E_SKIP", ""),
+		LabelFilter:     get("E2E_LABEL_FILTER", DefaultLabelFilter),
+		ExtraArgs:       strings.Fields(get("E2E_EXTRA_ARGS", "")),
+		ExtraGinkgoArgs: strings.Fields(get("E2E_EXTRA_GINKGO_ARGS", "")),
+		FakesImage:      get("FAULTLINE_FAKES_IMAGE", ""),
+		Expectations:    get("FAULTLINE_EXPECTATIONS", ""),
+		Kubeconfig:      get("KUBECONFIG", ""),
+		Ginkgo:          get("FAULTLINE_GINKGO", "/usr/local/bin/ginkgo"),
+		TestBinary:      get("FAULTLINE_TEST", "/usr/local/bin/faultline.test"),
+	}
+	var errs []string
+	// E2E_PARALLEL: as the conformance image takes it, "true"/"y" for
+	// parallel (here 6 processes), "false"/"n"/"" for one; or a number.
+	switch p := strings.ToLower(get("E2E_PARALLEL", "true")); p {
+	case "true", "y", "yes":
+		c.Procs = 6
+	case "false", "n", "no", "":
+		c.Procs = 1
+	default:
+		n, err := strconv.Atoi(p)
+		if err != nil || n < 1 {
+			errs = append(errs, fmt.Sprintf("E2E_PARALLEL=%q: want true, false or a positive number", p))
+		}
+		c.Procs = n
+	}
+	if c.FakesImage == "" {
+		errs = append(errs, "FAULTLINE_FAKES_IMAGE is not set: the image with faultline's fakes, pullable by this cluster")
+	}
+	if len(errs) > 0 {
+		return c, errors.New(strings.Join(errs, "\n"))
+	}
+	return c, nil
+}
+
+// GinkgoArgs are ginkgo's arguments for the run.
+func (c Config) GinkgoArgs() []string {
+	args := []string{"run", "--procs", strconv.Itoa(c.Procs), "--output-dir", c.ResultsDir,
+		"--junit-report", "junit_01.xml", "--json-report", verdicts.GinkgoReportFile,
+		"--no-color", "--timeout", "60m", "--fail-on-empty"}
+	if c.LabelFilter != "" {
+		args = append(args, "--label-filter", c.LabelFilter)
+	}
+	if c.Focus != "" {
+		args = append(args, "--focus", c.Focus)
+	}
+	if c.Skip != "" {
+		args = append(args, "--skip", c.Skip)
+	}
+	args = append(args, c.ExtraGinkgoArgs...)
+	args = append(args, c.TestBinary, "--",
+		"--kubeconfig", c.Kubeconfig, "--faultline.fakes-image", c.FakesImage,
+		"--faultline.dump-dir", filepath.Join(c.ResultsDir, "dumps"))
+	return append(args, c.ExtraArgs...)
+}
+
+// The files a run leaves in RESULTS_DIR besides the results.
+const (
+	TarballFile = "e2e.tar.gz"
+	DoneFile    = "done"
+	LogFile     = "e2e.log"
+)
+
+// Run runs the suites and always finishes the results directory: the report
+// (when the suites wrote theirs), the tarball and the done file. It returns
+// verdicts.ErrUnexpected when a verdict is unexpected, another error when
+// the run could not finish.
+func Run(ctx context.Context, c Config, out io.Writer) error {
+	if err := os.MkdirAll(c.ResultsDir, 0o755); err != nil {
+		return err
+	}
+	runErr := c.runSuites(ctx, out)
+	repErr := c.writeReport(out)
+	packErr := c.pack()
+	// A run that could not finish says so, not the verdicts: its exit code
+	// is not theirs.
+	if err := errors.Join(runErr, packErr); err != nil {
+		if repErr != nil {
+			return fmt.Errorf("%w (and the report: %v)", err, repErr)
+		}
+		return err
+	}
+	return repErr
+}
+
+func (c Config) runSuites(ctx context.Context, out io.Writer) error {
+	if c.Kubeconfig == "" {
+		kc, err := WriteInClusterKubeconfig(filepath.Join(os.TempDir(), "faultline-kubeconfig"))
+		if err != nil {
+			return err
+		}
+		c.Kubeconfig = kc
+	}
+	log, err := os.Create(filepath.Join(c.ResultsDir, LogFile))
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := exec.CommandContext(ctx, c.Ginkgo, c.GinkgoArgs()...)
+	cmd.Stdout = io.MultiWriter(log, out)
+	cmd.Stderr = cmd.Stdout
+	err = cmd.Run()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		if _, statErr := os.Stat(filepath.Join(c.ResultsDir, verdicts.GinkgoReportFile)); statErr == nil {
+			return nil // specs failed: the verdicts judge that
+		}
+		return fmt.Errorf("ginkgo exited %d without writing its report (see %s)", exit.ExitCode(), LogFile)
+	}
+	return err
+}
+
+// writeReport judges the run: the manifest names its one report, the
+// stack comes from the report itself.
+func (c Config) writeReport(out io.Writer) error {
+	if _, err := os.Stat(filepath.Join(c.ResultsDir, verdicts.GinkgoReportFile)); err != nil {
+		return nil //nolint:nilerr // nothing ran; runSuites said why
+	}
+	m := verdicts.Manifest{
+		Header: verdicts.Header{Expectations: c.Expectations},
+		Stacks: []verdicts.ManifestStack{{Runtime: "cluster", Runs: []string{verdicts.GinkgoReportFile}}},
+	}
+	if err := verdicts.WriteManifest(c.ResultsDir, m); err != nil {
+		return err
+	}
+	rep, err := report.FromArtifacts(c.ResultsDir, c.Expectations)
+	if err != nil {
+		return err
+	}
+	report.WriteGrid(out, rep)
+	if !rep.OK() {
+		return fmt.Errorf("%w: %d verdict(s), %d setup failure(s)", verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures))
+	}
+	return nil
+}
+
+// pack writes the tarball of everything in the results directory and the
+// done file that names it, last: a collector waits for "done".
+func (c Config) pack() error {
+	tarball := filepath.Join(c.ResultsDir, TarballFile)
+	f, err := os.Create(tarball)
+	if err != nil {
+		return err
+	}
+	z := gzip.NewWriter(f)
+	tw := tar.NewWriter(z)
+	walkErr := filepath.WalkDir(c.ResultsDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(c.ResultsDir, path)
+		if err != nil || rel == "." || rel == TarballFile || rel == DoneFile {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() && !info.IsDir() {
+			return nil
+		}
+		h, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		h.Name = filepath.ToSlash(rel)
+		if err := tw.WriteHeader(h); err != nil {
+			return err
+		}
+		if info.IsDir() {
+			return nil
+		}
+		src, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer src.Close()
+		_, err = io.Copy(tw, src)
+		return err
+	})
+	if err := errors.Join(walkErr, tw.Close(), z.Close(), f.Close()); err != nil {
+		return fmt.Errorf("results tarball: %w", err)
+	}
+	return os.WriteFile(filepath.Join(c.ResultsDir, DoneFile), []byte(tarball), 0o644)
+}
