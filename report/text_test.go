@@ -1,14 +1,10 @@
 package report
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/requirements"
@@ -116,21 +112,7 @@ func TestReadmeGridIsGenerated(t *testing.T) {
 	}
 	var runs []verdicts.Run
 	for _, name := range []string{"full-containerd", "full-crio"} {
-		f, err := os.Open("../verdicts/testdata/" + name + ".json.gz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		z, err := gzip.NewReader(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var reports []types.Report
-		err = json.NewDecoder(z).Decode(&reports)
-		f.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		run, err := verdicts.FromGinkgo(reports, 1, "")
+		run, err := verdicts.ReadGinkgoFile("../verdicts/testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,10 @@
 package verdicts
 
 import (
+	"compress/gzip"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -27,22 +29,42 @@ type Run struct {
 	Focus       []string
 }
 
-// ReadGinkgoFile reads a JSON report Ginkgo wrote (--json-report) as run
-// number run. stackKey names the stack when the report does not (the suite
-// setup failed before it read the cluster).
+// ReadGinkgoFile reads a JSON report Ginkgo wrote (--json-report), gzipped
+// if its name ends in .gz (recorded runs), as run number run. stackKey names
+// the stack when the report does not (the suite setup failed before it read
+// the cluster).
 func ReadGinkgoFile(path string, run int, stackKey string) (Run, error) {
-	data, err := os.ReadFile(path)
+	reports, err := ReadGinkgoReports(path)
 	if err != nil {
 		return Run{}, err
 	}
+	return FromGinkgo(reports, run, stackKey)
+}
+
+// ReadGinkgoReports reads Ginkgo's own report types from a JSON report,
+// gzipped if its name ends in .gz.
+func ReadGinkgoReports(path string) ([]types.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var r io.Reader = f
+	if strings.HasSuffix(path, ".gz") {
+		z, err := gzip.NewReader(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		r = z
+	}
 	var reports []types.Report
-	if err := json.Unmarshal(data, &reports); err != nil {
-		return Run{}, fmt.Errorf("%s: not a Ginkgo JSON report: %w", path, err)
+	if err := json.NewDecoder(r).Decode(&reports); err != nil {
+		return nil, fmt.Errorf("%s: not a Ginkgo JSON report: %w", path, err)
 	}
 	if len(reports) == 0 {
-		return Run{}, fmt.Errorf("%s: holds no suite", path)
+		return nil, fmt.Errorf("%s: holds no suite", path)
 	}
-	return FromGinkgo(reports, run, stackKey)
+	return reports, nil
 }
 
 // FromGinkgo reads Ginkgo's reports of one run.

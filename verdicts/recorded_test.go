@@ -1,10 +1,7 @@
 package verdicts
 
 import (
-	"compress/gzip"
-	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 
@@ -21,17 +18,8 @@ import (
 //     specs named requirements (2026-11-23).
 func recorded(t *testing.T, name string) []types.Report {
 	t.Helper()
-	f, err := os.Open("testdata/" + name + ".json.gz")
+	reports, err := ReadGinkgoReports("testdata/" + name + ".json.gz")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var reports []types.Report
-	if err := json.NewDecoder(z).Decode(&reports); err != nil {
 		t.Fatal(err)
 	}
 	return reports
