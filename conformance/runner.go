@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/report"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
@@ -96,25 +97,10 @@ func FromEnv(getenv func(string) (string, bool)) (Config, error) {
 	return c, nil
 }
 
-// GinkgoArgs are ginkgo's arguments for the run.
-func (c Config) GinkgoArgs() []string {
-	args := []string{"run", "--procs", strconv.Itoa(c.Procs), "--output-dir", c.ResultsDir,
-		"--junit-report", "junit_01.xml", "--json-report", verdicts.GinkgoReportFile,
-		"--no-color", "--timeout", "60m", "--fail-on-empty"}
-	if c.LabelFilter != "" {
-		args = append(args, "--label-filter", c.LabelFilter)
-	}
-	if c.Focus != "" {
-		args = append(args, "--focus", c.Focus)
-	}
-	if c.Skip != "" {
-		args = append(args, "--skip", c.Skip)
-	}
-	args = append(args, c.ExtraGinkgoArgs...)
-	args = append(args, c.TestBinary, "--",
-		"--kubeconfig", c.Kubeconfig, "--faultline.fakes-image", c.FakesImage,
-		"--faultline.dump-dir", filepath.Join(c.ResultsDir, "dumps"))
-	return append(args, c.ExtraArgs...)
+// GinkgoRun is the run of the test binary the settings ask for.
+func (c Config) GinkgoRun() ginkgorun.Run {
+	return ginkgorun.Run{Procs: c.Procs, OutputDir: c.ResultsDir, LabelFilter: c.LabelFilter, Focus: c.Focus, Skip: c.Skip,
+		ExtraGinkgoArgs: c.ExtraGinkgoArgs, TestBinary: c.TestBinary, Kubeconfig: c.Kubeconfig, FakesImage: c.FakesImage, ExtraArgs: c.ExtraArgs}
 }
 
 // The files a run leaves in RESULTS_DIR besides the results.
@@ -159,18 +145,14 @@ func (c Config) runSuites(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	defer log.Close()
-	cmd := exec.CommandContext(ctx, c.Ginkgo, c.GinkgoArgs()...)
+	run := c.GinkgoRun()
+	cmd := exec.CommandContext(ctx, c.Ginkgo, run.Args()...)
 	cmd.Stdout = io.MultiWriter(log, out)
 	cmd.Stderr = cmd.Stdout
-	err = cmd.Run()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if _, statErr := os.Stat(filepath.Join(c.ResultsDir, verdicts.GinkgoReportFile)); statErr == nil {
-			return nil // specs failed: the verdicts judge that
-		}
-		return fmt.Errorf("ginkgo exited %d without writing its report (see %s)", exit.ExitCode(), LogFile)
+	if err := run.Outcome(cmd.Run()); !errors.Is(err, ginkgorun.ErrSpecsFailed) {
+		return err
 	}
-	return err
+	return nil // specs failed: the verdicts judge that
 }
 
 // writeReport judges the run: the manifest names its one report, the

@@ -27,14 +27,14 @@ func TestFromEnv(t *testing.T) {
 	if c.ResultsDir != "/tmp/results" || c.Procs != 3 || c.LabelFilter != DefaultLabelFilter {
 		t.Errorf("%+v", c)
 	}
-	args := strings.Join(c.GinkgoArgs(), " ")
+	args := strings.Join(c.GinkgoRun().Args(), " ")
 	for _, want := range []string{"--procs 3", "--focus transient", "--label-filter !Disruptive", "--junit-report junit_01.xml", "--v /usr/local/bin/faultline.test --", "--faultline.fakes-image fakes:1", "--faultline.dump-dir /tmp/results/dumps --a 1"} {
 		if !strings.Contains(args, want) {
 			t.Errorf("ginkgo args %q lack %q", args, want)
 		}
 	}
 	c, _ = FromEnv(env(map[string]string{"FAULTLINE_FAKES_IMAGE": "f", "E2E_PARALLEL": "false", "E2E_LABEL_FILTER": ""}))
-	if c.Procs != 1 || strings.Contains(strings.Join(c.GinkgoArgs(), " "), "--label-filter") {
+	if c.Procs != 1 || strings.Contains(strings.Join(c.GinkgoRun().Args(), " "), "--label-filter") {
 		t.Errorf("%+v", c)
 	}
 	for name, kv := range map[string]map[string]string{

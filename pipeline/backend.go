@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -23,8 +22,8 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/proc"
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // backend is everything a run does to the machine; the pipeline's decisions
@@ -45,7 +44,7 @@ type backend interface {
 	ExportLogs(ctx context.Context, cluster, dir string) error
 	ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error)
 	// RunSuites runs the test binary against a cluster, results into dir.
-	// It returns ErrSpecsFailed when the suites ran and wrote their report
+	// It returns ginkgorun.ErrSpecsFailed when the suites ran and wrote their report
 	// but some spec failed: the verdicts judge that.
 	RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error
 	// ImageID is a local image's ID ("" when unknown).
@@ -226,17 +225,14 @@ func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.F
 
 // RunSuites runs the test binary with the ginkgo CLI against one cluster.
 func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
-	args := GinkgoArgs(b.opts, dir)
-	args = append(args, filepath.Join(b.bin, "faultline.test"), "--",
-		"--kubeconfig", kubeconfig, "--faultline.fakes-image", fakesImage,
-		"--faultline.dump-dir", filepath.Join(dir, "dumps"))
-	args = append(args, b.opts.SuiteArgs...)
+	run := GinkgoRun(b.opts, dir)
+	run.TestBinary, run.Kubeconfig, run.FakesImage = filepath.Join(b.bin, "faultline.test"), kubeconfig, fakesImage
 	log, err := os.Create(filepath.Join(dir, "e2e.log"))
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	cmd := proc.Command(ctx, syscall.SIGINT, ginkgoGrace, filepath.Join(b.bin, "ginkgo"), args...)
+	cmd := proc.Command(ctx, syscall.SIGINT, ginkgoGrace, filepath.Join(b.bin, "ginkgo"), run.Args()...)
 	cmd.Dir = b.opts.RepoRoot
 	prefixed := &linePrefixer{w: b.opts.Out, prefix: "[" + rt.Name + "] "}
 	cmd.Stdout = io.MultiWriter(log, prefixed)
@@ -247,14 +243,10 @@ func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 	if cause := context.Cause(ctx); cause != nil {
 		return cause
 	}
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		if _, statErr := os.Stat(filepath.Join(dir, verdicts.GinkgoReportFile)); statErr != nil {
-			return fmt.Errorf("ginkgo exited %d on %s without writing its report (log: %s)", exit.ExitCode(), rt.Name, filepath.Join(dir, "e2e.log"))
-		}
-		return fmt.Errorf("%w on %s (exit %d; JUnit and log under %s)", ErrSpecsFailed, rt.Name, exit.ExitCode(), dir)
+	if err := run.Outcome(err); err != nil {
+		return fmt.Errorf("on %s: %w", rt.Name, err)
 	}
-	return err
+	return nil
 }
 
 func (b *realBackend) Screenshots() bool { return true }
@@ -275,18 +267,8 @@ func (b *realBackend) ImageID(ctx context.Context, ref string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// GinkgoArgs are the ginkgo CLI's flags of a run writing into dir.
-func GinkgoArgs(o Options, dir string) []string {
-	args := []string{"run", "--procs", fmt.Sprint(o.Procs), "--output-dir", dir,
-		"--junit-report", "junit_01.xml", "--json-report", verdicts.GinkgoReportFile,
-		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s",
-		// A filter that selects nothing is a mistake, not a green run.
-		"--fail-on-empty"}
-	if filter := LabelFilter(o.Suites, o.LabelFilter); filter != "" {
-		args = append(args, "--label-filter", filter)
-	}
-	if o.Focus != "" {
-		args = append(args, "--focus", o.Focus)
-	}
-	return args
+// GinkgoRun is the ginkgo run of the options' selection writing into dir
+// (the cluster and binary are the caller's).
+func GinkgoRun(o Options, dir string) ginkgorun.Run {
+	return ginkgorun.Run{Procs: o.Procs, OutputDir: dir, LabelFilter: LabelFilter(o.Suites, o.LabelFilter), Focus: o.Focus, ExtraArgs: o.SuiteArgs}
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/internal/version"
 	"github.com/faultline-k8s/faultline/report"
@@ -31,9 +32,6 @@ const (
 
 // errKept is what a cleanup step returns for what --keep keeps.
 var errKept = errors.New("kept (--keep)")
-
-// ErrSpecsFailed says the suites ran and some spec failed.
-var ErrSpecsFailed = errors.New("specs failed")
 
 // Run does a whole e2e run. work is cancelled by the first interrupt;
 // cleanup by the second, which skips what is left of the cleanup.
@@ -271,7 +269,7 @@ func (r *run) runSuites(ctx context.Context, index int, rt runtimes.Runtime, kub
 		}
 		err := r.stages.Run(rt.Name, stage, func() error {
 			err := r.b.RunSuites(ctx, rt, kubeconfig, fakesImage, runDir)
-			if errors.Is(err, ErrSpecsFailed) {
+			if errors.Is(err, ginkgorun.ErrSpecsFailed) {
 				failed = true
 				return nil
 			}

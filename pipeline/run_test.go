@@ -19,6 +19,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/report"
 	"github.com/faultline-k8s/faultline/requirements"
@@ -163,7 +164,7 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 }
 
 // writeGinkgoReport writes what the test binary would: the suite setup with
-// the stack, and the specs; and says ErrSpecsFailed if one failed.
+// the stack, and the specs; and says ginkgorun.ErrSpecsFailed if one failed.
 func writeGinkgoReport(dir, runtime string, specs []types.SpecReport) error {
 	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
 		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(verdicts.StackInfo{
@@ -178,7 +179,7 @@ func writeGinkgoReport(dir, runtime string, specs []types.SpecReport) error {
 	}
 	for _, s := range specs {
 		if s.State == types.SpecStateFailed {
-			return fmt.Errorf("%w on %s", ErrSpecsFailed, runtime)
+			return fmt.Errorf("%w on %s", ginkgorun.ErrSpecsFailed, runtime)
 		}
 	}
 	return nil
@@ -357,7 +358,7 @@ func TestStaleResultsAreNotRead(t *testing.T) {
 	if err := os.MkdirAll(stale, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeGinkgoReport(stale, "crio", []types.SpecReport{fakeSpec(verdicts.Fail, "DRA-TRANSIENT-RETRIED")}); !errors.Is(err, ErrSpecsFailed) {
+	if err := writeGinkgoReport(stale, "crio", []types.SpecReport{fakeSpec(verdicts.Fail, "DRA-TRANSIENT-RETRIED")}); !errors.Is(err, ginkgorun.ErrSpecsFailed) {
 		t.Fatal(err)
 	}
 	if err := runFake(t, o, &fakeBackend{}); err != nil {
