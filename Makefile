@@ -1,5 +1,5 @@
 # The targets a Go user expects. hack/run-e2e.sh (faultline e2e) is the main job; these wrap it.
-.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-interrupt clean
+.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-interrupt test-runners test-node-setup clean
 
 all: build test
 
@@ -29,6 +29,17 @@ e2e-smoke:
 test-interrupt:
 	FAULTLINE_INTERRUPT_TEST=1 go test ./test/interrupt -count=1 -v -timeout 30m
 
+# The conformance image as a Job, under sonobuoy and under hydrophone (each
+# built from its Go module), on a kind cluster; results must hold the verdicts.
+test-runners:
+	FAULTLINE_RUNNERS_TEST=1 go test ./test/runners -count=1 -v -timeout 40m
+
+# faultline node-setup on a kind cluster made from a node image without the
+# faultline-slow handler: the CRI suite goes from skipped to run, and after
+# remove the node's runtime configuration is byte-identical to before.
+test-node-setup:
+	FAULTLINE_NODESETUP_TEST=1 go test ./test/nodesetup -count=1 -v -timeout 40m
+
 clean:
 	rm -rf _output _artifacts
 
@@ -46,6 +57,9 @@ FUZZ_TARGETS = \
 	./drivers/fake/ociruntime:FuzzParseLog \
 	./drivers/fake/query:FuzzParse \
 	./drivers/fake/textcap:FuzzCut \
+	./nodesetup:FuzzContainerdPlan \
+	./nodesetup:FuzzCRIOPlan \
+	./nodesetup:FuzzParseReport \
 	./verdicts:FuzzParseExpectations
 .PHONY: fuzz
 fuzz:

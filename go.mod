@@ -3,6 +3,7 @@ module github.com/faultline-k8s/faultline
 go 1.26.0
 
 require (
+	github.com/BurntSushi/toml v1.4.0
 	github.com/chromedp/chromedp v0.23.0
 	github.com/containerd/containerd/api v1.11.1
 	github.com/containerd/nri v0.12.5
@@ -35,7 +36,6 @@ require (
 require (
 	al.essio.dev/pkg/shellescape v1.5.1 // indirect
 	cel.dev/expr v0.25.1 // indirect
-	github.com/BurntSushi/toml v1.4.0 // indirect
 	github.com/Masterminds/semver/v3 v3.4.0 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.0 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect

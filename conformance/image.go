@@ -20,26 +20,27 @@ var imageBinaries = []struct {
 }
 
 // ImageSpec compiles the conformance image's binaries for each of archs
-// (static, from the checkout at repoRoot) into workDir, and describes the
-// image: the runner as entrypoint, /tmp for RESULTS_DIR.
-func ImageSpec(ctx context.Context, repoRoot, workDir string, archs []string) (images.Spec, error) {
+// (static, from the checkout at repoRoot, ldflags for every binary) into
+// workDir, and describes the image: the runner as entrypoint, /tmp for
+// RESULTS_DIR.
+func ImageSpec(ctx context.Context, repoRoot, workDir string, archs []string, ldflags string) (images.Spec, error) {
 	spec := images.Spec{
 		Entrypoint: []string{"/usr/local/bin/conformance-runner"},
 		Env:        []string{"RESULTS_DIR=/tmp/results"},
 		Files:      map[string]map[string]string{},
 		Dirs:       map[string]os.FileMode{"/tmp": os.ModeSticky | 0o777},
 	}
-	ldflags := ""
+	testFlags := ldflags
 	if v, err := gomod.RequiredVersion(filepath.Join(repoRoot, "go.mod"), "k8s.io/kubernetes"); err == nil {
-		ldflags = "-X github.com/faultline-k8s/faultline/suites/harness.FrameworkVersion=" + v
+		testFlags += " -X github.com/faultline-k8s/faultline/suites/harness.FrameworkVersion=" + v
 	}
 	for _, arch := range archs {
 		spec.Files[arch] = map[string]string{}
 		for _, b := range imageBinaries {
 			out := filepath.Join(workDir, arch, filepath.Base(b.path))
-			flags := ""
+			flags := ldflags
 			if b.test {
-				flags = ldflags
+				flags = testFlags
 			}
 			if err := images.GoBuild(ctx, repoRoot, b.pkg, arch, out, b.test, flags); err != nil {
 				return spec, err

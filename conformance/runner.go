@@ -9,6 +9,7 @@ package conformance
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -22,7 +23,9 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
 
@@ -38,7 +41,9 @@ type Config struct {
 	// ExtraArgs go to the test binary, ExtraGinkgoArgs to ginkgo.
 	ExtraArgs, ExtraGinkgoArgs []string
 	// FakesImage is the image with faultline's fakes, pullable by the
-	// cluster (FAULTLINE_FAKES_IMAGE).
+	// cluster: FAULTLINE_FAKES_IMAGE, else this build's fakes image in
+	// FAULTLINE_IMAGE_REGISTRY (internal/imageref; the image build sets it to
+	// the registry it names).
 	FakesImage string
 	// Expectations is a file or directory of expectations (optional).
 	Expectations string
@@ -50,7 +55,7 @@ type Config struct {
 }
 
 // DefaultLabelFilter leaves out the specs that disrupt the node.
-const DefaultLabelFilter = "!Disruptive"
+const DefaultLabelFilter = suitenames.NotDisruptive
 
 // FromEnv reads the settings; getenv is os.LookupEnv in the image.
 func FromEnv(getenv func(string) (string, bool)) (Config, error) {
@@ -67,7 +72,7 @@ func FromEnv(getenv func(string) (string, bool)) (Config, error) {
 		LabelFilter:     get("E2E_LABEL_FILTER", DefaultLabelFilter),
 		ExtraArgs:       strings.Fields(get("E2E_EXTRA_ARGS", "")),
 		ExtraGinkgoArgs: strings.Fields(get("E2E_EXTRA_GINKGO_ARGS", "")),
-		FakesImage:      get("FAULTLINE_FAKES_IMAGE", ""),
+		FakesImage:      get("FAULTLINE_FAKES_IMAGE", imageref.Fakes(get("FAULTLINE_IMAGE_REGISTRY", ""))),
 		Expectations:    get("FAULTLINE_EXPECTATIONS", ""),
 		Kubeconfig:      get("KUBECONFIG", ""),
 		Ginkgo:          get("FAULTLINE_GINKGO", "/usr/local/bin/ginkgo"),
@@ -89,7 +94,7 @@ func FromEnv(getenv func(string) (string, bool)) (Config, error) {
 		c.Procs = n
 	}
 	if c.FakesImage == "" {
-		errs = append(errs, "FAULTLINE_FAKES_IMAGE is not set: the image with faultline's fakes, pullable by this cluster")
+		errs = append(errs, "FAULTLINE_FAKES_IMAGE is empty: unset it for this build's fakes image, or name one this cluster can pull")
 	}
 	if len(errs) > 0 {
 		return c, errors.New(strings.Join(errs, "\n"))
@@ -172,12 +177,36 @@ func (c Config) writeReport(out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	report.WriteGrid(out, rep)
+	// The whole grid goes to e2e.log, which every collector keeps (hydrophone
+	// copies only it and junit_01.xml); the pod's log ends with the outcome,
+	// at most outcomeLines long, so that ginkgo's closing "Ginkgo ran 1
+	// suite" line stays among the last lines a collector looks at.
+	log, err := os.OpenFile(filepath.Join(c.ResultsDir, LogFile), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(log, "\nfaultline's verdicts (report.md has their reasons):\n")
+	report.WriteGrid(log, rep)
+	if err := log.Close(); err != nil {
+		return err
+	}
+	var outcome bytes.Buffer
+	report.WriteOutcome(&outcome, rep)
+	lines := strings.SplitAfter(strings.TrimRight(outcome.String(), "\n"), "\n")
+	if len(lines) > outcomeLines {
+		more := len(lines) - outcomeLines
+		lines = append(lines[:outcomeLines], fmt.Sprintf("\n... %d more line(s): the grid and every reason are in %s\n", more, LogFile))
+	}
+	fmt.Fprintf(out, "faultline: %s", strings.Join(lines, ""))
+	fmt.Fprintf(out, "\nfaultline: the verdict grid is in %s; the report in report.md, report.json and report.html\n", LogFile)
 	if !rep.OK() {
 		return fmt.Errorf("%w: %d verdict(s), %d setup failure(s)", verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures))
 	}
 	return nil
 }
+
+// outcomeLines bounds the outcome in the pod's log.
+const outcomeLines = 20
 
 // pack writes the tarball of everything in the results directory and the
 // done file that names it, last: a collector waits for "done".

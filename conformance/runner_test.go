@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
 
@@ -38,13 +39,26 @@ func TestFromEnv(t *testing.T) {
 		t.Errorf("%+v", c)
 	}
 	for name, kv := range map[string]map[string]string{
-		"no fakes image": {},
-		"bad parallel":   {"FAULTLINE_FAKES_IMAGE": "f", "E2E_PARALLEL": "lots"},
-		"zero parallel":  {"FAULTLINE_FAKES_IMAGE": "f", "E2E_PARALLEL": "0"},
+		"empty fakes image": {"FAULTLINE_FAKES_IMAGE": ""},
+		"bad parallel":      {"FAULTLINE_FAKES_IMAGE": "f", "E2E_PARALLEL": "lots"},
+		"zero parallel":     {"FAULTLINE_FAKES_IMAGE": "f", "E2E_PARALLEL": "0"},
 	} {
 		if _, err := FromEnv(env(kv)); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+func TestFakesImageByVersion(t *testing.T) {
+	c, err := FromEnv(env(map[string]string{"FAULTLINE_IMAGE_REGISTRY": "registry.example:5000/ci"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := imageref.Fakes("registry.example:5000/ci"); c.FakesImage != want {
+		t.Errorf("fakes image %q, want %q", c.FakesImage, want)
+	}
+	if c, _ := FromEnv(env(nil)); c.FakesImage != imageref.Fakes("") {
+		t.Errorf("without a registry: fakes image %q, want the default registry's", c.FakesImage)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -68,6 +69,9 @@ type engineHandle interface {
 type realBackend struct {
 	opts Options
 	bin  string // _output/bin
+	// fakes is the fakes image this backend built (its archive is loaded
+	// into nodes without an engine's image store).
+	fakes fakes.Built
 }
 
 type realEngine struct{ *engine.Engine }
@@ -156,7 +160,12 @@ func (b *realBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (
 }
 
 func (b *realBackend) BuildFakesImage(ctx context.Context) (string, error) {
-	return fakes.Build(ctx, b.opts.RepoRoot, b.opts.Out)
+	built, err := fakes.Build(ctx, b.opts.RepoRoot, b.opts.CacheDir, runtime.GOARCH, b.opts.Out)
+	if err != nil {
+		return "", err
+	}
+	b.fakes = built
+	return built.Ref, nil
 }
 
 func (b *realBackend) ClusterExists(ctx context.Context, name string) (bool, error) {
@@ -196,7 +205,10 @@ func (b *realBackend) DeleteCluster(ctx context.Context, name string) error {
 }
 
 func (b *realBackend) LoadImage(ctx context.Context, cluster, image string) error {
-	return kindcluster.LoadImages(ctx, cluster, image)
+	if image == b.fakes.Ref {
+		return kindcluster.LoadArchive(ctx, cluster, b.fakes.Archive, image)
+	}
+	return kindcluster.LoadImages(ctx, cluster, image) // --fakes-image: the engine's
 }
 
 func (b *realBackend) ExportLogs(ctx context.Context, cluster, dir string) error {
@@ -260,6 +272,9 @@ func (b *realBackend) RuntimeNRIVersion(ctx context.Context, rt runtimes.Runtime
 }
 
 func (b *realBackend) ImageID(ctx context.Context, ref string) string {
+	if ref == b.fakes.Ref {
+		return b.fakes.ID
+	}
 	out, err := exec.CommandContext(ctx, "docker", "image", "inspect", "--format", "{{.Id}}", ref).Output()
 	if err != nil {
 		return ""
@@ -270,5 +285,5 @@ func (b *realBackend) ImageID(ctx context.Context, ref string) string {
 // GinkgoRun is the ginkgo run of the options' selection writing into dir
 // (the cluster and binary are the caller's).
 func GinkgoRun(o Options, dir string) ginkgorun.Run {
-	return ginkgorun.Run{Procs: o.Procs, OutputDir: dir, LabelFilter: LabelFilter(o.Suites, o.LabelFilter), Focus: o.Focus, ExtraArgs: o.SuiteArgs}
+	return ginkgorun.Run{Procs: o.Procs, OutputDir: dir, LabelFilter: o.labelFilter(), Focus: o.Focus, ExtraArgs: o.SuiteArgs}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/expectations"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
@@ -42,8 +43,15 @@ type Options struct {
 	Artifacts string
 	// Kubeconfig names an existing cluster: nothing is built or created.
 	Kubeconfig string
-	// FakesImage is the image with the fakes; required with Kubeconfig.
+	// FakesImage is the image with the fakes. With Kubeconfig its default is
+	// this build's fakes image in ImageRegistry (internal/imageref).
 	FakesImage string
+	// ImageRegistry is where an existing cluster pulls faultline's images
+	// from (faultline images push); empty: imageref.DefaultRegistry.
+	ImageRegistry string
+	// Disruptive runs the specs that disrupt a node (restart its runtime) on
+	// a cluster faultline did not create; on its own clusters they always run.
+	Disruptive bool
 	// Keep keeps clusters and engine; with it an existing cluster of the
 	// same name and facts is reused.
 	Keep bool
@@ -128,7 +136,7 @@ func (o *Options) Validate() error {
 			o.Kubeconfig = abs
 		}
 		if o.FakesImage == "" {
-			errs = append(errs, "--kubeconfig needs --fakes-image: an image with faultline's fakes that this cluster can pull (faultline build-fakes-image, then push it)")
+			o.FakesImage = imageref.Fakes(o.ImageRegistry)
 		}
 		if len(o.Runtimes) > 1 {
 			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
@@ -218,6 +226,20 @@ func LabelFilter(suites []string, user string) string {
 		parts = append(parts, "("+user+")")
 	}
 	return strings.Join(parts, " && ")
+}
+
+// labelFilter is the run's label filter: on a cluster faultline did not
+// create, no Disruptive spec unless asked for.
+func (o *Options) labelFilter() string {
+	user := o.LabelFilter
+	if o.Kubeconfig != "" && !o.Disruptive {
+		if user != "" {
+			user = "(" + user + ") && " + suitenames.NotDisruptive
+		} else {
+			user = suitenames.NotDisruptive
+		}
+	}
+	return LabelFilter(o.Suites, user)
 }
 
 // clusterName is the kind cluster of a runtime in this run.

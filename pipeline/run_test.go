@@ -20,6 +20,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/report"
 	"github.com/faultline-k8s/faultline/requirements"
@@ -527,17 +528,44 @@ func TestExistingClusterBuildsAndCreatesNothing(t *testing.T) {
 	}
 }
 
+// TestExistingClusterDefaults: on a cluster faultline did not create, the
+// fakes image is this build's in the named registry, and Disruptive specs
+// run only when asked for.
+func TestExistingClusterDefaults(t *testing.T) {
+	o := testOptions(t)
+	o.Kubeconfig, o.ImageRegistry, o.LabelFilter = os.DevNull, "registry.example/ci", "smoke"
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if want := imageref.Fakes("registry.example/ci"); o.FakesImage != want {
+		t.Errorf("fakes image %q, want %q", o.FakesImage, want)
+	}
+	if got := o.labelFilter(); got != "((smoke) && !Disruptive)" {
+		t.Errorf("label filter %q leaves Disruptive specs in", got)
+	}
+	o.Disruptive = true
+	if got := o.labelFilter(); got != "(smoke)" {
+		t.Errorf("with --disruptive: label filter %q", got)
+	}
+	own := testOptions(t)
+	if err := own.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := own.labelFilter(); strings.Contains(got, "Disruptive") {
+		t.Errorf("faultline's own cluster: label filter %q leaves out Disruptive specs", got)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for name, tc := range map[string]struct {
 		edit func(*Options)
 		want string
 	}{
-		"bad procs":                      {func(o *Options) { o.Procs = 0 }, "--procs"},
-		"bad focus":                      {func(o *Options) { o.Focus = "(" }, "--focus"},
-		"bad suite":                      {func(o *Options) { o.Suites = []string{"dra,foo"} }, `unknown suite "foo"`},
-		"bad cluster name":               {func(o *Options) { o.ClusterName = "Fault_line" }, "--cluster-name"},
-		"kubeconfig missing":             {func(o *Options) { o.Kubeconfig = "/nonexistent" }, "--kubeconfig"},
-		"kubeconfig without fakes image": {func(o *Options) { o.Kubeconfig = os.DevNull }, "--fakes-image"},
+		"bad procs":          {func(o *Options) { o.Procs = 0 }, "--procs"},
+		"bad focus":          {func(o *Options) { o.Focus = "(" }, "--focus"},
+		"bad suite":          {func(o *Options) { o.Suites = []string{"dra,foo"} }, `unknown suite "foo"`},
+		"bad cluster name":   {func(o *Options) { o.ClusterName = "Fault_line" }, "--cluster-name"},
+		"kubeconfig missing": {func(o *Options) { o.Kubeconfig = "/nonexistent" }, "--kubeconfig"},
 		"node image for two": {func(o *Options) {
 			o.Runtimes, _ = runtimes.Parse("all")
 			o.NodeImage = "x"

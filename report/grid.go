@@ -56,8 +56,10 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 	writeOutcome(w, r)
 }
 
-// writeOutcome says whether the run is good, and if not, every unexpected
-// verdict and setup failure with its reason.
+// WriteOutcome says whether the run is good, and if not, every unexpected
+// verdict and setup failure with its reason: the grid's last lines.
+func WriteOutcome(w io.Writer, r *verdicts.Report) { writeOutcome(w, r) }
+
 func writeOutcome(w io.Writer, r *verdicts.Report) {
 	for _, s := range r.Stacks {
 		if r.Expectations[s.Key] == "" {

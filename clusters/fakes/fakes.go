@@ -1,83 +1,112 @@
 // Package fakes builds the image that holds faultline's own binaries used inside
-// clusters: the fake DRA driver, the fake NRI plugin and the test workload. They
-// are static Go binaries on an empty base, so no base image is pulled.
+// clusters: the fake DRA driver, the fake NRI plugin, the test workload, the
+// CRI relay, and what node-setup installs. They are static Go binaries on an
+// empty base, put together without a container engine (clusters/images).
 package fakes
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
-	"strings"
+
+	"github.com/faultline-k8s/faultline/clusters/images"
 )
 
-// Binaries maps each binary in the image to the package it is built from.
+// Binaries maps each binary in the image (/usr/local/bin/<name>) to the
+// package it is built from.
 var Binaries = map[string]string{
 	"testpod":         "./cmd/testpod",
 	"cri-relay":       "./cmd/cri-relay",
 	"probe":           "./cmd/probe",
 	"fake-dra-driver": "./drivers/fake/dra/cmd/fake-dra-driver",
 	"fake-nri-plugin": "./drivers/fake/nri/cmd/fake-nri-plugin",
+	"node-setup":      "./cmd/node-setup",
+	"runc-slow":       "./cmd/runc-slow",
 }
 
-// Repository is the image name; the tag is a hash of the binaries, so a code
-// change always yields a new tag and nodes never run a stale copy.
+// Repository is the local image's name; its tag is a hash of the image, so
+// a code change always yields a new tag and nodes never run a stale copy.
 const Repository = "faultline/fakes"
 
-// Build compiles the binaries from the checkout at repoRoot and builds the image
-// unless one with the same content exists. It returns the image reference.
-func Build(ctx context.Context, repoRoot string, log io.Writer) (string, error) {
-	dir, err := os.MkdirTemp("", "faultline-fakes-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
+// Spec compiles the binaries for each of archs from the checkout at
+// repoRoot into workDir (ldflags for every binary) and describes the image.
+func Spec(ctx context.Context, repoRoot, workDir string, archs []string, ldflags string) (images.Spec, error) {
 	names := make([]string, 0, len(Binaries))
 	for name := range Binaries {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	args := []string{"build", "-trimpath", "-ldflags", "-s -w", "-o", dir + "/"}
-	for _, name := range names {
-		args = append(args, Binaries[name])
-	}
-	build := exec.CommandContext(ctx, "go", args...)
-	build.Dir = repoRoot
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build of the fakes: %w\n%s", err, out)
-	}
-	h := sha256.New()
-	for _, name := range names {
-		data, err := os.ReadFile(filepath.Join(dir, name))
-		if err != nil {
-			return "", fmt.Errorf("binary %s not built: %w", name, err)
+	spec := images.Spec{Entrypoint: []string{"/usr/local/bin/testpod"}, Files: map[string]map[string]string{}}
+	for _, arch := range archs {
+		spec.Files[arch] = map[string]string{}
+		for _, name := range names {
+			out := filepath.Join(workDir, arch, name)
+			if err := images.GoBuild(ctx, repoRoot, Binaries[name], arch, out, false, "-s -w "+ldflags); err != nil {
+				return spec, err
+			}
+			spec.Files[arch]["/usr/local/bin/"+name] = out
 		}
-		fmt.Fprintf(h, "%s %d\n", name, len(data))
-		h.Write(data)
 	}
-	ref := Repository + ":" + hex.EncodeToString(h.Sum(nil))[:16]
-	if exec.CommandContext(ctx, "docker", "image", "inspect", ref).Run() == nil {
-		fmt.Fprintf(log, "fakes image %s is up to date\n", ref)
-		return ref, nil
+	return spec, nil
+}
+
+// Built is the fakes image of one architecture as Build left it.
+type Built struct {
+	// Ref is Repository:<hash of the image>.
+	Ref string
+	// ID is the image's config digest: its ID once loaded.
+	ID string
+	// Archive is a docker archive of the image, tagged Ref, in the cache:
+	// what kind nodes load.
+	Archive string
+}
+
+// Build compiles the binaries for arch from the checkout at repoRoot and
+// writes the image's docker archive into cacheDir/images, unless an archive
+// of the same image is there.
+func Build(ctx context.Context, repoRoot, cacheDir, arch string, log io.Writer) (Built, error) {
+	work, err := os.MkdirTemp("", "faultline-fakes-")
+	if err != nil {
+		return Built{}, err
 	}
-	var dockerfile strings.Builder
-	dockerfile.WriteString("FROM scratch\n")
-	for _, name := range names {
-		fmt.Fprintf(&dockerfile, "COPY %s /usr/local/bin/%s\n", name, name)
+	defer os.RemoveAll(work)
+	spec, err := Spec(ctx, repoRoot, work, []string{arch}, "")
+	if err != nil {
+		return Built{}, err
 	}
-	dockerfile.WriteString("ENTRYPOINT [\"/usr/local/bin/testpod\"]\n")
-	if err := os.WriteFile(filepath.Join(dir, "Dockerfile"), []byte(dockerfile.String()), 0o644); err != nil {
-		return "", err
+	img, err := images.Image(spec, arch)
+	if err != nil {
+		return Built{}, err
 	}
-	if out, err := exec.CommandContext(ctx, "docker", "build", "-q", "-t", ref, dir).CombinedOutput(); err != nil {
-		return "", fmt.Errorf("docker build %s: %w\n%s", ref, err, out)
+	digest, err := img.Digest()
+	if err != nil {
+		return Built{}, err
 	}
-	fmt.Fprintf(log, "built fakes image %s\n", ref)
-	return ref, nil
+	id, err := img.ConfigName()
+	if err != nil {
+		return Built{}, err
+	}
+	b := Built{Ref: Repository + ":" + digest.Hex[:16], ID: id.String()}
+	b.Archive = filepath.Join(cacheDir, "images", "fakes-"+digest.Hex[:16]+".tar")
+	if _, err := os.Stat(b.Archive); err == nil {
+		fmt.Fprintf(log, "fakes image %s is up to date\n", b.Ref)
+		return b, nil
+	}
+	if err := os.MkdirAll(filepath.Dir(b.Archive), 0o755); err != nil {
+		return Built{}, err
+	}
+	// Written aside and renamed: an interrupted build leaves no half archive.
+	tmp := b.Archive + ".tmp"
+	if err := images.SaveDockerArchive(tmp, b.Ref, img); err != nil {
+		os.Remove(tmp)
+		return Built{}, err
+	}
+	if err := os.Rename(tmp, b.Archive); err != nil {
+		return Built{}, err
+	}
+	fmt.Fprintf(log, "built fakes image %s (%s)\n", b.Ref, b.Archive)
+	return b, nil
 }

@@ -42,7 +42,10 @@ type Spec struct {
 }
 
 // epoch is every file's time: the same binaries give the same digest.
-var epoch = time.Unix(0, 0).UTC()
+var epoch = Epoch
+
+// Epoch is the time of every file in the images and archives faultline writes.
+var Epoch = time.Unix(0, 0).UTC()
 
 // Index builds the image of every platform Spec has files for, in one index.
 func Index(spec Spec) (v1.ImageIndex, error) {

@@ -388,17 +388,8 @@ func ExportLogs(name, dir string, log io.Writer) error {
 	return err
 }
 
-// LoadImages copies local Docker images into every node's runtime, the way
-// the node's runtime takes them (clusters/runtimes Images): containerd's store
-// through kind (ctr import), containers/storage (CRI-O) through skopeo.
+// LoadImages copies local Docker images into every node's runtime (LoadArchive).
 func LoadImages(ctx context.Context, name string, images ...string) error {
-	nodeList, err := provider().ListInternalNodes(name)
-	if err != nil {
-		return err
-	}
-	if len(nodeList) == 0 {
-		return fmt.Errorf("cluster %q has no nodes", name)
-	}
 	var archive bytes.Buffer
 	save := exec.CommandContext(ctx, "docker", append([]string{"save"}, images...)...)
 	save.Stdout = &archive
@@ -406,6 +397,29 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 	save.Stderr = &stderr
 	if err := save.Run(); err != nil {
 		return fmt.Errorf("docker save %v: %w: %s", images, err, stderr.String())
+	}
+	return loadArchive(name, archive.Bytes(), images)
+}
+
+// LoadArchive copies the images refs of a docker archive (a file: docker
+// save, or clusters/images without an engine) into every node's runtime, the
+// way the node's runtime takes them (clusters/runtimes Images): containerd's
+// store through kind (ctr import), containers/storage (CRI-O) through skopeo.
+func LoadArchive(ctx context.Context, name, archive string, refs ...string) error {
+	data, err := os.ReadFile(archive)
+	if err != nil {
+		return err
+	}
+	return loadArchive(name, data, refs)
+}
+
+func loadArchive(name string, archive []byte, images []string) error {
+	nodeList, err := provider().ListInternalNodes(name)
+	if err != nil {
+		return err
+	}
+	if len(nodeList) == 0 {
+		return fmt.Errorf("cluster %q has no nodes", name)
 	}
 	for _, node := range nodeList {
 		rt, err := nodeRuntime(node)
@@ -421,7 +435,7 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 		default:
 			return fmt.Errorf("node %s runs %s: no way to load images %q", node.String(), rt.Name, rt.Images)
 		}
-		if err := load(node, bytes.NewReader(archive.Bytes())); err != nil {
+		if err := load(node, bytes.NewReader(archive)); err != nil {
 			return fmt.Errorf("load %v into node %s (%s): %w", images, node.String(), rt.Name, err)
 		}
 	}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/fakes"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 )
@@ -92,6 +91,16 @@ func init() {
 				return kindcluster.ExportLogs(*name, *dir, os.Stderr)
 			}
 		})
+	register("load-archive", "copy the images of a docker archive (FILE REF...) into the cluster's nodes, without an engine's image store",
+		func(fs *flag.FlagSet) func(context.Context, []string) error {
+			name := fs.String("name", "faultline", "cluster name")
+			return func(ctx context.Context, args []string) error {
+				if len(args) < 2 {
+					return usageError{fmt.Errorf("want FILE REF... (the archive and the images in it to load)")}
+				}
+				return kindcluster.LoadArchive(ctx, *name, args[0], args[1:]...)
+			}
+		})
 	register("load-images", "copy local Docker images into the cluster's nodes",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			name := fs.String("name", "faultline", "cluster name")
@@ -100,18 +109,6 @@ func init() {
 					return fmt.Errorf("name at least one image")
 				}
 				return kindcluster.LoadImages(ctx, *name, args...)
-			}
-		})
-	register("build-fakes-image", "build the image of faultline's fake driver, plugin and test pod; prints its reference",
-		func(fs *flag.FlagSet) func(context.Context, []string) error {
-			repoRoot := fs.String("repo-root", ".", "faultline checkout")
-			return func(ctx context.Context, args []string) error {
-				ref, err := fakes.Build(ctx, *repoRoot, os.Stderr)
-				if err != nil {
-					return err
-				}
-				fmt.Println(ref)
-				return nil
 			}
 		})
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
 )
@@ -31,7 +32,9 @@ func init() {
 			fs.IntVar(&o.Procs, "procs", 6, "parallel Ginkgo processes per runtime (Serial specs run alone)")
 			fs.StringVar(&o.Artifacts, "artifacts", "_artifacts", "where JUnit, logs, timings and the report go")
 			fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this existing cluster: nothing is built or created")
-			fs.StringVar(&o.FakesImage, "fakes-image", "", "image of the fakes the cluster can pull (required with --kubeconfig; built and loaded otherwise)")
+			fs.StringVar(&o.FakesImage, "fakes-image", "", "image of the fakes the cluster can pull (with --kubeconfig, default: this build's in --image-registry; built and loaded otherwise)")
+			fs.StringVar(&o.ImageRegistry, "image-registry", "", "with --kubeconfig: the registry the cluster pulls faultline's images from, as `faultline images push` put them (default "+imageref.DefaultRegistry+")")
+			fs.BoolVar(&o.Disruptive, "disruptive", false, "with --kubeconfig: also run the Disruptive specs (they restart a node's container runtime); faultline's own clusters always run them")
 			fs.BoolVar(&o.Keep, "keep", false, "keep the clusters (and an engine this run started); the next --keep run reuses a cluster whose facts match")
 			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
 			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name")

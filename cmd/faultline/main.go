@@ -58,14 +58,15 @@ func main() {
 	}
 	fs := flag.NewFlagSet("faultline "+os.Args[1], flag.ContinueOnError)
 	run := cmd.setup(fs)
-	if err := fs.Parse(os.Args[2:]); err != nil {
+	args, err := parseInterspersed(fs, os.Args[2:])
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(0)
 		}
 		os.Exit(2) // the flag package has printed what was wrong
 	}
 	ctx, signals := withSignals(context.Background())
-	err := run(ctx, fs.Args())
+	err = run(ctx, args)
 	signals.Stop()
 	// An interrupted command exits as the shell would report the signal
 	// (130 for INT, 143 for TERM), whatever error the interruption caused.
@@ -83,5 +84,26 @@ func main() {
 			os.Exit(1)
 		}
 		os.Exit(3)
+	}
+}
+
+// parseInterspersed parses flags before and after positional arguments
+// (`faultline images save DIR --arch amd64`); everything after "--" is
+// positional, untouched.
+func parseInterspersed(fs *flag.FlagSet, args []string) ([]string, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			return positional, nil
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			return append(positional, rest...), nil
+		}
+		positional = append(positional, rest[0])
+		args = rest[1:]
 	}
 }

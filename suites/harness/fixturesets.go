@@ -125,7 +125,7 @@ func clusterEnv() (*setEnv, error) {
 		return nil, err
 	}
 	return &setEnv{cs: cs, applier: applier, render: func(set FixtureSet, extra map[string]string) ([]*unstructured.Unstructured, error) {
-		return fixtures.Render(set.Name, fixtures.Values{Namespace: set.Namespace, Image: Flags.FakesImage, PullPolicy: Flags.PullPolicy, Extra: extra})
+		return fixtures.Render(set.Name, fixtures.Values{Namespace: set.Namespace, Image: Flags.FakesImage, PullPolicy: Flags.PullPolicy, NodeSelector: Flags.NodeSelector, Extra: extra})
 	}}, nil
 }
 

@@ -17,16 +17,24 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 )
 
 // Options are faultline's own flags, shared by every suite.
 type Options struct {
 	// FakesImage holds the fake DRA driver, the fake NRI plugin and the test pod.
 	FakesImage string
+	// ImageRegistry names where the default FakesImage is pulled from
+	// (internal/imageref).
+	ImageRegistry string
+	// NodeSelector limits the fakes' DaemonSets and the nodes specs pick to
+	// the nodes with these labels (--faultline.node-selector k=v,...).
+	NodeSelector map[string]string
 	// PullPolicy for FakesImage: IfNotPresent for images loaded into kind nodes.
 	PullPolicy string
 	// Runtime overrides the cluster's container runtime (a clusters/runtimes
@@ -49,7 +57,16 @@ type Options struct {
 var Flags Options
 
 func registerFlags(fs *flag.FlagSet) {
-	fs.StringVar(&Flags.FakesImage, "faultline.fakes-image", "", "image with faultline's fake driver, plugin and test pod (hack/run-e2e.sh builds and loads it)")
+	fs.StringVar(&Flags.FakesImage, "faultline.fakes-image", "", "image with faultline's fake driver, plugin and test pod (hack/run-e2e.sh builds and loads it); default: this build's in --faultline.image-registry")
+	fs.StringVar(&Flags.ImageRegistry, "faultline.image-registry", "", "the registry the cluster pulls faultline's images from (`faultline images push REGISTRY`); default "+imageref.DefaultRegistry)
+	fs.Func("faultline.node-selector", "run the fakes and the specs' pods only on nodes with these labels (`k=v,k2=v2`; always kubernetes.io/os=linux)", func(v string) error {
+		sel, err := labels.ConvertSelectorToLabelsMap(v)
+		if err != nil {
+			return fmt.Errorf("want key=value pairs separated by commas: %w", err)
+		}
+		Flags.NodeSelector = sel
+		return nil
+	})
 	fs.StringVar(&Flags.PullPolicy, "faultline.pull-policy", "IfNotPresent", "imagePullPolicy for the fakes image")
 	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "override the nodes' container runtime ("+runtimeNames()+"); empty: from the cluster's facts (ConfigMap kube-system/faultline-cluster, else node status)")
 	fs.DurationVar(&Flags.RuntimeRequestTimeout, "faultline.runtime-request-timeout", 0, "override the kubelet's runtimeRequestTimeout; 0: from the cluster's facts (ConfigMap, else the kubelet's /configz)")
@@ -128,7 +145,7 @@ func checkFlags(kubeconfigGiven bool) error {
 		return fmt.Errorf("kubeconfig %s is not a valid kubeconfig: %v", path, err)
 	}
 	if Flags.FakesImage == "" {
-		return fmt.Errorf("--faultline.fakes-image is required with a cluster (hack/run-e2e.sh builds and passes it)")
+		Flags.FakesImage = imageref.Fakes(Flags.ImageRegistry)
 	}
 	return nil
 }

@@ -12,10 +12,12 @@ import (
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/fixtures"
 )
 
 // CRISocket returns the directory and file name of the node's CRI socket,
@@ -56,7 +58,9 @@ func CRISocketValues(ctx context.Context, cs clientset.Interface) (map[string]st
 
 // SchedulableNode returns a node test pods can land on, for the deployment.
 func SchedulableNode(ctx context.Context, cs clientset.Interface) (string, error) {
-	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	// Only nodes the fakes run on (--faultline.node-selector).
+	sel := labels.SelectorFromSet(fixtures.NodeSelectorOf(Flags.NodeSelector))
+	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel.String()})
 	if err != nil {
 		return "", err
 	}
@@ -68,7 +72,7 @@ func SchedulableNode(ctx context.Context, cs clientset.Interface) (string, error
 	if len(nodes.Items) > 0 {
 		return nodes.Items[0].Name, nil
 	}
-	return "", fmt.Errorf("the cluster has no nodes")
+	return "", fmt.Errorf("the cluster has no node with labels %s", sel)
 }
 
 func hasNoScheduleTaint(n *v1.Node) bool {

@@ -11,3 +11,8 @@ func Label(suite string) string { return "Suite:" + suite }
 
 // LabelPrefix starts every suite label.
 const LabelPrefix = "Suite:"
+
+// NotDisruptive is the label filter that leaves out the specs that disrupt
+// a node (they restart its runtime; framework.WithDisruptive labels them
+// "Disruptive"): the default on a cluster faultline did not create.
+const NotDisruptive = "!Disruptive"

@@ -1,0 +1,65 @@
+package preflight
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+)
+
+func sample() Report {
+	return Report{
+		Server: "v1.36.3",
+		Conditions: []Condition{
+			{CondAPI, OK, "API server v1.36.3"},
+			{CondSlowHandler, Missing, "node a's runtime lists runc | crun"},
+		},
+		Requirements: []Verdict{
+			{ID: "CRI-SANDBOX-RETRY-GETS-FIRST", Area: "cri", Verdict: CannotCheck, Reasons: []string{"slow-handler missing"}},
+			{ID: "FAULTLINE-CLUSTER-RUNS-PODS", Area: "faultline", Verdict: CanCheck},
+		},
+	}
+}
+
+func TestWriteFormats(t *testing.T) {
+	var md bytes.Buffer
+	if err := Write(&md, sample(), "markdown"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), `runc \| crun`) || !strings.Contains(md.String(), "| `CRI-SANDBOX-RETRY-GETS-FIRST` | cannot check: slow-handler missing |") {
+		t.Errorf("markdown:\n%s", md.String())
+	}
+	var js bytes.Buffer
+	if err := Write(&js, sample(), "json"); err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || len(back.Requirements) != 2 || back.Conditions[1].State != Missing {
+		t.Errorf("json does not read back (%v):\n%s", err, js.String())
+	}
+	var text bytes.Buffer
+	if err := Write(&text, sample(), "text"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "2 requirements: 1 can check, 1 cannot check.") {
+		t.Errorf("text:\n%s", text.String())
+	}
+	if err := Write(&text, sample(), "yaml"); err == nil {
+		t.Error("an unknown format must be an error")
+	}
+}
+
+func TestParseFeatureGates(t *testing.T) {
+	raw := []byte("# HELP x\nkubernetes_feature_enabled{name=\"A\",stage=\"BETA\"} 1\nkubernetes_feature_enabled{stage=\"\",name=\"B\"} 0\nother 1\n")
+	gates, err := parseFeatureGates(raw)
+	if err != nil || !gates["A"] || gates["B"] || len(gates) != 2 {
+		t.Errorf("gates %v, %v", gates, err)
+	}
+	if _, err := parseFeatureGates([]byte("up 1\n")); err == nil {
+		t.Error("metrics without feature samples must be an error")
+	}
+	cfg, err := parseConfigz([]byte(`{"kubeletconfig":{"runtimeRequestTimeout":"30s","featureGates":{"X":true}}}`))
+	if err != nil || cfg.RuntimeRequestTimeout != "30s" || !cfg.FeatureGates["X"] {
+		t.Errorf("configz %+v, %v", cfg, err)
+	}
+}

@@ -1,0 +1,245 @@
+package preflight
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+)
+
+func verdict(t *testing.T, r Report, id string) Verdict {
+	t.Helper()
+	for _, v := range r.Requirements {
+		if v.ID == id {
+			return v
+		}
+	}
+	t.Fatalf("no verdict for %s", id)
+	return Verdict{}
+}
+
+func condition(t *testing.T, r Report, name string) Condition {
+	t.Helper()
+	c, ok := r.Condition(name)
+	if !ok {
+		t.Fatalf("no condition %s", name)
+	}
+	return c
+}
+
+func TestFaultlineClusterCanCheckEverything(t *testing.T) {
+	r := run(t, kind())
+	for _, c := range r.Conditions {
+		if c.State != OK && c.Name != CondGatePermanentFailures {
+			t.Errorf("%s: %s (%s), want ok", c.Name, c.State, c.Reason)
+		}
+	}
+	for _, v := range r.Requirements {
+		want := CanCheck
+		if table[v.ID].Pending != "" {
+			want = Pending
+		}
+		if v.Verdict != want {
+			t.Errorf("%s: %s, want %s", v.ID, v.Line(), want)
+		}
+	}
+	if got := r.CannotCheck(); len(got) != 0 {
+		t.Errorf("cannot check %v", got)
+	}
+	if n := verdict(t, r, "DRA-PERMANENT-FAILS-POD").Notes; len(n) != 1 || !strings.Contains(n[0], "not implemented") {
+		t.Errorf("the KEP-5322 gate must be a note, got %q", n)
+	}
+	if n := verdict(t, r, "CRI-SANDBOX-RESTART-NO-LEAK").Notes; len(n) != 1 || !strings.HasPrefix(n[0], "Disruptive") {
+		t.Errorf("spec 7 is Disruptive, got notes %q", n)
+	}
+	if c := condition(t, r, CondNodes); !strings.Contains(c.Reason, "the suites pick kind-worker") || !strings.Contains(c.Reason, "kind-control-plane (taint") {
+		t.Errorf("nodes: %s", c.Reason)
+	}
+	if c := condition(t, r, CondPermissions); !strings.Contains(c.Reason, "as kubernetes-admin") {
+		t.Errorf("permissions: %s", c.Reason)
+	}
+	if c := condition(t, r, CondContainerSlowdown); !strings.Contains(c.Reason, "fake NRI plugin") {
+		t.Errorf("containerd's CreateContainer is slowed through NRI: %s", c.Reason)
+	}
+}
+
+// An existing cluster faultline did not make, with no runc-slow handler and
+// no nodes/proxy: CRI cannot be checked, NRI and the gates are unknown.
+func TestExistingClusterWithoutSlowHandler(t *testing.T) {
+	c := kind()
+	c.facts = nil
+	c.runtime = "cri-o://1.36.2"
+	c.handlers = []string{"", "runc", "crun"}
+	c.deny = map[string]bool{"get nodes/proxy": true}
+	c.endpointsErr = errors.New(`nodes "kind-worker" is forbidden: User "dev" cannot get resource "nodes/proxy"`)
+	r := run(t, c)
+
+	for name, want := range map[string]State{
+		CondSlowHandler: Missing, CondPermissions: Missing, CondNRI: Unknown, CondNRIValidator: Unknown,
+		CondGateDRA: Unknown, CondGateDeviceTaints: Unknown, CondRuntimeRequestTimeout: Unknown,
+		CondContainerSlowdown: OK, // CRI-O: runc-slow slows its CreateContainer
+		CondRuntime:           OK, CondDRAAPI: OK, CondPodSecurity: OK,
+	} {
+		if got := condition(t, r, name); got.State != want {
+			t.Errorf("%s: %s (%s), want %s", name, got.State, got.Reason, want)
+		}
+	}
+	if c := condition(t, r, CondSlowHandler); !strings.Contains(c.Reason, "(default), runc, crun") {
+		t.Errorf("slow-handler must name the handlers the runtime lists: %s", c.Reason)
+	}
+	if c := condition(t, r, CondPermissions); !strings.Contains(c.Reason, "get nodes/proxy") {
+		t.Errorf("permissions must name what is denied: %s", c.Reason)
+	}
+	v := verdict(t, r, "CRI-SANDBOX-RETRY-GETS-FIRST")
+	if v.Verdict != CannotCheck || !strings.Contains(v.Line(), "slow-handler missing") {
+		t.Errorf("CRI: %s", v.Line())
+	}
+	if v := verdict(t, r, "NRI-ERROR-STOPS-CHAIN"); v.Verdict != CannotCheck { // permissions missing too
+		t.Errorf("NRI: %s", v.Line())
+	}
+}
+
+func TestUnknownStatesWithAllPermissions(t *testing.T) {
+	c := kind()
+	c.facts = nil
+	c.endpointsErr = errors.New("the server could not find the requested resource")
+	r := run(t, c)
+	for _, id := range []string{"NRI-ERROR-STOPS-CHAIN", "DRA-TRANSIENT-RETRIED", "CRI-CONTAINER-RETRY-GETS-FIRST"} {
+		if v := verdict(t, r, id); v.Verdict != Undecided {
+			t.Errorf("%s: %s, want unknown", id, v.Line())
+		}
+	}
+	if v := verdict(t, r, "CRI-SANDBOX-RETRY-GETS-FIRST"); v.Verdict != CanCheck {
+		t.Errorf("the sandbox stage needs no NRI: %s", v.Line())
+	}
+	if v := verdict(t, r, "FAULTLINE-CLUSTER-RUNS-PODS"); v.Verdict != CanCheck {
+		t.Errorf("smoke: %s", v.Line())
+	}
+	if c := condition(t, r, CondNRI); !strings.Contains(c.Reason, "not visible from the API") {
+		t.Errorf("nri: %s", c.Reason)
+	}
+}
+
+func TestMissingPieces(t *testing.T) {
+	c := kind()
+	c.noDRA = true
+	c.kubeletGates = map[string]bool{"DynamicResourceAllocation": true, "ResourceHealthStatus": false}
+	c.apiGates = map[string]bool{"DRADeviceTaints": false}
+	r := run(t, c)
+	for name, want := range map[string]State{
+		CondDRAAPI: Missing, CondFixtures("dra"): Missing, CondGateHealth: Missing, CondGateDeviceTaints: Missing, CondFixtures("cri"): OK,
+	} {
+		if got := condition(t, r, name); got.State != want {
+			t.Errorf("%s: %s (%s), want %s", name, got.State, got.Reason, want)
+		}
+	}
+	if c := condition(t, r, CondFixtures("dra")); !strings.Contains(c.Reason, "DeviceClass resource.k8s.io/v1") {
+		t.Errorf("the fixture condition must name the kind not served: %s", c.Reason)
+	}
+	if c := condition(t, r, CondGateHealth); !strings.Contains(c.Reason, "ResourceHealthStatus=false") || !strings.Contains(c.Reason, "ResourceHealthStatusMessage unknown to the kubelet") {
+		t.Errorf("gate-health: %s", c.Reason)
+	}
+	v := verdict(t, r, "DRA-HEALTH-IN-POD-STATUS")
+	if v.Verdict != CannotCheck || !strings.Contains(v.Line(), "gate-health missing") || !strings.Contains(v.Line(), "dra-api missing") {
+		t.Errorf("health: %s", v.Line())
+	}
+}
+
+func TestGAGateGoneFromNewKubelet(t *testing.T) {
+	c := kind()
+	c.kubelet = "v1.40.0"
+	delete(c.kubeletGates, "DynamicResourceAllocation")
+	if got := condition(t, run(t, c), CondGateDRA); got.State != OK || !strings.Contains(got.Reason, "GA") {
+		t.Errorf("gate-dra: %s (%s)", got.State, got.Reason)
+	}
+}
+
+func TestRBACEscalationCheck(t *testing.T) {
+	c := kind()
+	// May create ClusterRoles but holds nothing they grant, nor escalate.
+	c.deny = map[string]bool{"get resource.k8s.io/resourceclaims": true, "escalate rbac.authorization.k8s.io/clusterroles faultline-fake-dra-driver": true}
+	r := run(t, c)
+	got := condition(t, r, CondFixtures("dra"))
+	if got.State != Missing || !strings.Contains(got.Reason, "escalate rbac.authorization.k8s.io/clusterroles faultline-fake-dra-driver (or hold every permission it grants)") {
+		t.Errorf("fixtures-dra: %s (%s)", got.State, got.Reason)
+	}
+}
+
+func TestPodSecurityRefusedByWebhook(t *testing.T) {
+	c := kind()
+	c.nsRefusal = forbiddenByWebhook()
+	r := run(t, c)
+	got := condition(t, r, CondPodSecurity)
+	if got.State != Missing || !strings.Contains(got.Reason, "privileged namespaces are not allowed") {
+		t.Errorf("pod-security: %s (%s)", got.State, got.Reason)
+	}
+	if v := verdict(t, r, "FAULTLINE-CLUSTER-RUNS-PODS"); v.Verdict != CannotCheck {
+		t.Errorf("%s", v.Line())
+	}
+}
+
+func TestUnknownRuntime(t *testing.T) {
+	c := kind()
+	c.facts = nil
+	c.runtime = "docker://27.0.1"
+	r := run(t, c)
+	if got := condition(t, r, CondRuntime); got.State != Missing || !strings.Contains(got.Reason, "--faultline.runtime") {
+		t.Errorf("runtime: %s (%s)", got.State, got.Reason)
+	}
+	if got := condition(t, r, CondContainerSlowdown); got.State != Unknown {
+		t.Errorf("cri-container-slowdown: %s", got.State)
+	}
+}
+
+func TestUnreachableIsAnError(t *testing.T) {
+	cs := fake.NewClientset()
+	cs.Discovery().(*fakediscovery.FakeDiscovery).PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
+	})
+	if _, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{}}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("Run on an unreachable API server: %v", err)
+	}
+}
+
+// TestExampleText shows the text report of a cluster faultline did not make
+// (go test -v -run TestExampleText ./preflight/).
+func TestExampleText(t *testing.T) {
+	c := kind()
+	c.facts = nil
+	c.handlers = []string{"", "runc"}
+	r := run(t, c)
+	var b bytes.Buffer
+	if err := Write(&b, r, "text"); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + b.String())
+	if got := r.CannotCheck(); len(got) != 13 || got[0] != "CRI-SANDBOX-RETRY-GETS-FIRST" {
+		t.Errorf("cannot check %v (--strict exits 1 on these)", got)
+	}
+	for _, want := range []string{"CONDITION", "slow-handler", "REQUIREMENT", "cannot check: slow-handler missing", "40 requirements:"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("the text report lacks %q", want)
+		}
+	}
+}
+
+func TestNodeSelector(t *testing.T) {
+	c := kind()
+	cs := fakeClient(t, c)
+	r, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{c}, NodeSelector: map[string]string{"faultline.k8s.io/pool": "true"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := condition(t, r, CondNodes); got.State != Missing || !strings.Contains(got.Reason, "faultline.k8s.io/pool=true") {
+		t.Errorf("nodes with a selector no node matches: %s (%s)", got.State, got.Reason)
+	}
+	if v := verdict(t, r, "FAULTLINE-CLUSTER-RUNS-PODS"); v.Verdict != CannotCheck {
+		t.Errorf("%s", v.Line())
+	}
+}
