@@ -10,6 +10,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
 //go:embed job.yaml.tmpl sonobuoy-plugin.yaml.tmpl sonobuoy-config.json.tmpl
@@ -20,7 +21,7 @@ var Manifests = map[string]string{
 	"job":             "job.yaml.tmpl",
 	"sonobuoy-plugin": "sonobuoy-plugin.yaml.tmpl",
 	// sonobuoy's worker sidecar reaches the aggregator at "[<pod IPv4>]:8080"
-	// unless told otherwise, a URL that Go 1.26 and later refuse to parse
+	// unless told otherwise, a URL that recent Go releases refuse to parse
 	// ("invalid IP-literal"), so a sonobuoy built with them loses every
 	// result: this config (sonobuoy run --config) advertises the
 	// aggregator's Service instead.
@@ -54,6 +55,6 @@ func Manifest(name, registry, pullPolicy string) ([]byte, error) {
 		return nil, err
 	}
 	var out bytes.Buffer
-	err = t.Execute(&out, map[string]string{"ConformanceImage": imageref.Conformance(registry), "PullPolicy": pullPolicy, "JUnitFile": ginkgorun.JUnitFile})
+	err = t.Execute(&out, map[string]string{"ConformanceImage": imageref.Conformance(registry), "PullPolicy": pullPolicy, "JUnitFile": ginkgorun.JUnitFile, "NotDisruptive": suitenames.NotDisruptive})
 	return out.Bytes(), err
 }

@@ -143,7 +143,11 @@ func containerdPlan(h host, detect bool) (plan, error) {
 	if err != nil {
 		return p, err
 	}
-	if dropIn, ok := containerdDropIn(cfg.Imports); ok {
+	// A drop-in only under a version 3 config, which only containerd 2.x
+	// reads: containerd 1.7 (version 2) replaces a whole plugin's section
+	// with an import's instead of merging key by key, so a drop-in there
+	// would wipe the rest of the CRI plugin's settings.
+	if dropIn, ok := containerdDropIn(cfg.Imports); ok && cfg.Version >= 3 {
 		data := fmt.Sprintf("%s\nversion = %d\n\n%s", dropInMarker, cfg.Version, text)
 		tree, err := parseTOML([]byte(data))
 		if err != nil {

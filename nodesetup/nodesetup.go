@@ -243,6 +243,13 @@ func mkdirFor(h host, st *state, p string) error {
 const NothingToRemove = "nothing to remove: node-setup's record " + StateFile +
 	" is not on this node (node-setup installed nothing here, or it was removed already)"
 
+// Installed reports whether node-setup's record is on the node, and the
+// runtime it installed the handler for.
+func Installed(root string) (runtime string, found bool, err error) {
+	st, found, err := loadState(host{root})
+	return st.Runtime, found, err
+}
+
 // Remove undoes what Install did on the node under root: each file it
 // changed gets its original bytes, mode and owner back, each file and
 // directory it created goes, and so does its record. Without a record it

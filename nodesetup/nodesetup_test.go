@@ -279,6 +279,27 @@ func TestContainerdDropInWhereConfigImports(t *testing.T) {
 	sameSnapshot(t, before, snapshot(t, root))
 }
 
+// TestContainerdVersion2ImportsGetNoDropIn: containerd 1.7 (config version
+// 2) replaces a plugin's whole section with an import's, so the handler is
+// appended to config.toml there, never put in a drop-in.
+func TestContainerdVersion2ImportsGetNoDropIn(t *testing.T) {
+	config := "version = 2\nimports = [\"/etc/containerd/conf.d/*.toml\"]\n\n" +
+		"[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"runc\"\n"
+	root := node(t, map[string]string{ContainerdConfigPath: config})
+	res, err := Install(root, containerd, runcSlow(t, "x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Changes {
+		if strings.Contains(c.Path, "conf.d") {
+			t.Errorf("a drop-in under a version 2 config: %v", c)
+		}
+	}
+	if !strings.Contains(read(t, root, ContainerdConfigPath), HandlerName) {
+		t.Error("the handler is not appended to config.toml")
+	}
+}
+
 func TestContainerdVersion2(t *testing.T) {
 	config := "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd]\n  default_runtime_name = \"runc\"\n"
 	root := node(t, map[string]string{ContainerdConfigPath: config})

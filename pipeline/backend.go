@@ -33,7 +33,7 @@ type backend interface {
 	EnsureEngine(ctx context.Context) (engineHandle, error)
 	BuildTestBinary(ctx context.Context) error
 	EnsureBuildTools(ctx context.Context, rts []runtimes.Runtime) error
-	BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error)
+	BuildNodeImage(ctx context.Context, st Stack) (string, error)
 	BuildFakesImage(ctx context.Context) (string, error)
 	ClusterExists(ctx context.Context, name string) (bool, error)
 	// ReuseCluster checks an existing cluster's facts against the settings
@@ -47,14 +47,14 @@ type backend interface {
 	// RunSuites runs the test binary against a cluster, results into dir.
 	// It returns ginkgorun.ErrSpecsFailed when the suites ran and wrote their report
 	// but some spec failed: the verdicts judge that.
-	RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error
+	RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error
 	// ImageID is a local image's ID ("" when unknown).
 	ImageID(ctx context.Context, ref string) string
 	// Screenshots says whether the run may start a browser for report.png.
 	Screenshots() bool
 	// RuntimeNRIVersion is the NRI the runtime's build linked ("" when
 	// unknown).
-	RuntimeNRIVersion(ctx context.Context, rt runtimes.Runtime) string
+	RuntimeNRIVersion(ctx context.Context, st Stack) string
 }
 
 // engineHandle is the engine a run uses.
@@ -137,15 +137,8 @@ func (b *realBackend) EnsureBuildTools(ctx context.Context, rts []runtimes.Runti
 	return nil
 }
 
-func (b *realBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error) {
-	builder, err := nodeimage.NewBuilder(ctx, nodeimage.Options{
-		Pins:     versions.Default(),
-		Sources:  nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, Containerd: b.opts.ContainerdSrc},
-		Runtime:  rt.Name,
-		CacheDir: b.opts.CacheDir,
-		RepoRoot: b.opts.RepoRoot,
-		Log:      b.opts.Out,
-	})
+func (b *realBackend) BuildNodeImage(ctx context.Context, st Stack) (string, error) {
+	builder, err := b.nodeImageBuilder(ctx, st, b.opts.Out)
 	if err != nil {
 		return "", err
 	}
@@ -157,6 +150,22 @@ func (b *realBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (
 		return "", fmt.Errorf("%w (build logs: %s)", err, filepath.Join(b.opts.CacheDir, "logs"))
 	}
 	return ref, nil
+}
+
+// nodeImageBuilder builds (or finds) a stack's node image.
+func (b *realBackend) nodeImageBuilder(ctx context.Context, st Stack, log io.Writer) (*nodeimage.Builder, error) {
+	pins, err := versions.ForKubernetes(st.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	return nodeimage.NewBuilder(ctx, nodeimage.Options{
+		Pins:     pins,
+		Sources:  nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, Containerd: b.opts.ContainerdSrc, NRI: b.opts.NRIVersion},
+		Runtime:  st.Runtime.Name,
+		CacheDir: b.opts.CacheDir,
+		RepoRoot: b.opts.RepoRoot,
+		Log:      log,
+	})
 }
 
 func (b *realBackend) BuildFakesImage(ctx context.Context) (string, error) {
@@ -236,7 +245,7 @@ func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.F
 }
 
 // RunSuites runs the test binary with the ginkgo CLI against one cluster.
-func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
+func (b *realBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error {
 	run := GinkgoRun(b.opts, dir)
 	run.TestBinary, run.Kubeconfig, run.FakesImage = filepath.Join(b.bin, "faultline.test"), kubeconfig, fakesImage
 	log, err := os.Create(filepath.Join(dir, "e2e.log"))
@@ -246,7 +255,7 @@ func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 	defer log.Close()
 	cmd := proc.Command(ctx, syscall.SIGINT, ginkgoGrace, filepath.Join(b.bin, "ginkgo"), run.Args()...)
 	cmd.Dir = b.opts.RepoRoot
-	prefixed := &linePrefixer{w: b.opts.Out, prefix: "[" + rt.Name + "] "}
+	prefixed := &linePrefixer{w: b.opts.Out, prefix: "[" + label + "] "}
 	cmd.Stdout = io.MultiWriter(log, prefixed)
 	cmd.Stderr = cmd.Stdout
 	err = cmd.Run()
@@ -256,19 +265,23 @@ func (b *realBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 		return cause
 	}
 	if err := run.Outcome(err); err != nil {
-		return fmt.Errorf("on %s: %w", rt.Name, err)
+		return fmt.Errorf("on %s: %w", label, err)
 	}
 	return nil
 }
 
 func (b *realBackend) Screenshots() bool { return true }
 
-func (b *realBackend) RuntimeNRIVersion(ctx context.Context, rt runtimes.Runtime) string {
-	v, err := nodeimage.BuiltModuleVersion(ctx, b.opts.CacheDir, rt.Name, "github.com/containerd/nri")
-	if err != nil {
-		fmt.Fprintf(b.opts.Out, "faultline [%s]: the NRI version it links is unknown: %v\n", rt.Name, err)
+func (b *realBackend) RuntimeNRIVersion(ctx context.Context, st Stack) string {
+	builder, err := b.nodeImageBuilder(ctx, st, io.Discard)
+	if err == nil {
+		var v string
+		if v, err = builder.RuntimeModuleVersion(ctx, nodeimage.NRIModule); err == nil {
+			return v
+		}
 	}
-	return v
+	fmt.Fprintf(b.opts.Out, "faultline [%s]: the NRI version it links is unknown: %v\n", st.Label, err)
+	return ""
 }
 
 func (b *realBackend) ImageID(ctx context.Context, ref string) string {

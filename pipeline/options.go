@@ -15,9 +15,11 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // Suites are the suites of the test binary (suites/suitenames).
@@ -63,6 +65,13 @@ type Options struct {
 	ClusterName string
 	// NodeImage is used instead of building one (one runtime only).
 	NodeImage string
+	// KubernetesVersions are the pinned Kubernetes releases the node images
+	// are built from (clusters/versions), each runtime on each; empty: the
+	// default release.
+	KubernetesVersions []string
+	// NRIVersion builds the runtimes with this containerd/nri release
+	// instead of their own (nodeimage.Sources.NRI).
+	NRIVersion string
 	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
 	KubernetesSrc, ContainerdSrc string
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
@@ -118,6 +127,39 @@ func (o *Options) Validate() error {
 			o.Expectations = abs
 		}
 	}
+	if len(o.KubernetesVersions) > 0 {
+		seen := map[string]bool{}
+		for _, v := range o.KubernetesVersions {
+			if _, err := versions.ForKubernetes(v); err != nil {
+				errs = append(errs, "--kubernetes-version: "+err.Error())
+			}
+			if seen[v] {
+				errs = append(errs, "--kubernetes-version "+v+" is named twice")
+			}
+			seen[v] = true
+		}
+		if o.Kubeconfig != "" || o.NodeImage != "" {
+			errs = append(errs, "--kubernetes-version picks the releases node images are built from; it does not go with --kubeconfig or --node-image")
+		}
+		if o.KubernetesSrc != "" && len(o.KubernetesVersions) > 1 {
+			errs = append(errs, "--kubernetes-src stands in for one release: give one --kubernetes-version with it")
+		}
+	} else {
+		o.KubernetesVersions = []string{versions.Default().Kubernetes()}
+	}
+	if o.NRIVersion != "" && !regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`).MatchString(o.NRIVersion) {
+		errs = append(errs, fmt.Sprintf("--nri-version %q: want a release like v0.12.5", o.NRIVersion))
+	}
+	if o.NodeImage != "" && o.NRIVersion != "" {
+		errs = append(errs, "--nri-version builds a node image; it does not go with --node-image")
+	}
+	labels := map[string]bool{}
+	for _, st := range o.Stacks() {
+		if labels[st.Label] {
+			errs = append(errs, "two stacks of the run would both be "+st.Label+": pin Kubernetes releases of different minors")
+		}
+		labels[st.Label] = true
+	}
 	if o.Procs < 1 {
 		errs = append(errs, fmt.Sprintf("--procs wants a positive number, got %d", o.Procs))
 	}
@@ -141,7 +183,7 @@ func (o *Options) Validate() error {
 		if len(o.Runtimes) > 1 {
 			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
 		}
-		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc} {
+		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc, "--nri-version": o.NRIVersion} {
 			if v != "" {
 				errs = append(errs, name+" builds a cluster; it does not go with --kubeconfig")
 			}
@@ -242,10 +284,36 @@ func (o *Options) labelFilter() string {
 	return LabelFilter(o.Suites, user)
 }
 
-// clusterName is the kind cluster of a runtime in this run.
-func (o *Options) clusterName(rt runtimes.Runtime) string {
-	if len(o.Runtimes) == 1 {
+// Stack is one cluster of a run: a runtime on a Kubernetes release.
+type Stack struct {
+	Runtime runtimes.Runtime
+	// Kubernetes is the pinned release its node image is built from.
+	Kubernetes string
+	// Label names it in the stage table, the artifacts (<artifacts>/<Label>)
+	// and cluster names: the runtime, and the Kubernetes minor when the run
+	// has several releases ("containerd-1.37").
+	Label string
+}
+
+// Stacks are the run's clusters: each runtime on each Kubernetes release.
+func (o *Options) Stacks() []Stack {
+	var out []Stack
+	for _, kube := range o.KubernetesVersions {
+		for _, rt := range o.Runtimes {
+			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name}
+			if len(o.KubernetesVersions) > 1 {
+				st.Label = verdicts.StackKey(rt.Name, kube)
+			}
+			out = append(out, st)
+		}
+	}
+	return out
+}
+
+// clusterName is the kind cluster of a stack in this run.
+func (o *Options) clusterName(st Stack) string {
+	if len(o.Stacks()) == 1 {
 		return o.ClusterName
 	}
-	return o.ClusterName + "-" + rt.Name
+	return o.ClusterName + "-" + strings.ReplaceAll(st.Label, ".", "-")
 }

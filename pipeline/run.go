@@ -44,7 +44,7 @@ func Run(work, cleanup context.Context, opts Options) error {
 
 // runWith is Run with the parts that act on the machine behind b.
 func runWith(work, cleanup context.Context, opts Options, b backend) error {
-	r := &run{opts: opts, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Runtimes))}
+	r := &run{opts: opts, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Stacks()))}
 	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
 		return fmt.Errorf("artifacts directory: %w", err)
 	}
@@ -116,23 +116,24 @@ func (r *run) do(ctx context.Context) error {
 	if o.Kubeconfig != "" {
 		return r.existingCluster(ctx)
 	}
+	stacks := o.Stacks()
 	nodeImages := map[string]string{}
 	if o.NodeImage != "" {
-		nodeImages[o.Runtimes[0].Name] = o.NodeImage
+		nodeImages[stacks[0].Label] = o.NodeImage
 	} else {
 		if err := r.stages.Run("", "ensure build tools", func() error { return r.b.EnsureBuildTools(ctx, o.Runtimes) }); err != nil {
 			return err
 		}
 		// One after the other: each build uses both cores.
-		for _, rt := range o.Runtimes {
-			if err := r.stages.Run(rt.Name, "build node image", func() error {
-				ref, err := r.b.BuildNodeImage(ctx, rt)
-				nodeImages[rt.Name] = ref
+		for _, st := range stacks {
+			if err := r.stages.Run(st.Label, "build node image", func() error {
+				ref, err := r.b.BuildNodeImage(ctx, st)
+				nodeImages[st.Label] = ref
 				return err
 			}); err != nil {
 				return err
 			}
-			_ = os.WriteFile(filepath.Join(o.Artifacts, "node-image-"+rt.Name+".txt"), []byte(nodeImages[rt.Name]+"\n"), 0o644)
+			_ = os.WriteFile(filepath.Join(o.Artifacts, "node-image-"+st.Label+".txt"), []byte(nodeImages[st.Label]+"\n"), 0o644)
 		}
 	}
 	fakesImage := o.FakesImage
@@ -147,22 +148,22 @@ func (r *run) do(ctx context.Context) error {
 	}
 	_ = os.WriteFile(filepath.Join(o.Artifacts, "fakes-image.txt"), []byte(fakesImage+"\n"), 0o644)
 	fakesID := r.b.ImageID(ctx, fakesImage)
-	for i, rt := range o.Runtimes {
-		r.stacks[i] = verdicts.ManifestStack{Runtime: rt.Name, NodeImage: nodeImages[rt.Name], FakesImageID: fakesID}
+	for i, st := range stacks {
+		r.stacks[i] = verdicts.ManifestStack{Runtime: st.Runtime.Name, Kubernetes: st.Kubernetes, NodeImage: nodeImages[st.Label], FakesImageID: fakesID}
 		if o.NodeImage == "" {
-			r.stacks[i].NRIVersion = r.b.RuntimeNRIVersion(ctx, rt)
+			r.stacks[i].NRIVersion = r.b.RuntimeNRIVersion(ctx, st)
 		}
 	}
 
-	// Each runtime on its own cluster, side by side: the specs mostly wait
+	// Each stack on its own cluster, side by side: the specs mostly wait
 	// on kubelet and runtime timers, not on the CPU.
-	errs := make([]error, len(o.Runtimes))
+	errs := make([]error, len(stacks))
 	var wg sync.WaitGroup
-	for i, rt := range o.Runtimes {
+	for i, st := range stacks {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = r.onKind(ctx, i, rt, nodeImages[rt.Name], fakesImage)
+			errs[i] = r.onKind(ctx, i, st, nodeImages[st.Label], fakesImage)
 		}()
 	}
 	wg.Wait()
@@ -171,7 +172,7 @@ func (r *run) do(ctx context.Context) error {
 			r.stacks[i].Errors = append(r.stacks[i].Errors, err.Error())
 		}
 	}
-	return r.finish(ctx, joinRuntimeErrors(o.Runtimes, errs))
+	return r.finish(ctx, joinStackErrors(stacks, errs))
 }
 
 // finish writes the report and returns the run's error: a run that could
@@ -188,11 +189,12 @@ func (r *run) finish(ctx context.Context, err error) error {
 	return err
 }
 
-// onKind runs the suites of one runtime on a kind cluster of its own.
-func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeImage, fakesImage string) error {
+// onKind runs the suites of one stack on a kind cluster of its own.
+func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesImage string) error {
 	o := r.opts
-	name := o.clusterName(rt)
-	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
+	rt, label := st.Runtime, st.Label
+	name := o.clusterName(st)
+	dir, err := freshDir(filepath.Join(o.Artifacts, label))
 	if err != nil {
 		return err
 	}
@@ -202,7 +204,7 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
 		CgroupV1: kindcluster.HostIsCgroupV1(),
 	}
-	err = r.stages.Run(rt.Name, "create cluster", func() error {
+	err = r.stages.Run(label, "create cluster", func() error {
 		exists, err := r.b.ClusterExists(ctx, name)
 		if err != nil {
 			return err
@@ -210,7 +212,7 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 		if exists {
 			switch {
 			case o.ReplaceCluster:
-				fmt.Fprintf(o.Out, "faultline [%s]: deleting the existing cluster %q (--replace-cluster)\n", rt.Name, name)
+				fmt.Fprintf(o.Out, "faultline [%s]: deleting the existing cluster %q (--replace-cluster)\n", label, name)
 				if err := r.b.DeleteCluster(ctx, name); err != nil {
 					return err
 				}
@@ -218,7 +220,7 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 				if err := r.b.ReuseCluster(ctx, settings, kubeconfig); err != nil {
 					return fmt.Errorf("%w\n(--replace-cluster deletes it and creates a new one)", err)
 				}
-				fmt.Fprintf(o.Out, "faultline [%s]: reusing cluster %q (--keep; its facts match this run)\n", rt.Name, name)
+				fmt.Fprintf(o.Out, "faultline [%s]: reusing cluster %q (--keep; its facts match this run)\n", label, name)
 				return nil
 			default:
 				return fmt.Errorf("a kind cluster named %q exists and this run did not create it: "+
@@ -227,9 +229,9 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 		}
 		// From here the cluster is this run's, also if creating it fails
 		// half-way or is interrupted.
-		r.onCleanup(rt.Name, "delete cluster", func(cctx context.Context) error {
+		r.onCleanup(label, "delete cluster", func(cctx context.Context) error {
 			if o.Keep {
-				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (--keep); kubeconfig: %s\n", rt.Name, name, kubeconfig)
+				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (--keep); kubeconfig: %s\n", label, name, kubeconfig)
 				return errKept
 			}
 			return r.b.DeleteCluster(cctx, name)
@@ -240,13 +242,13 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 		return err
 	}
 	// Also into a reused cluster: the fakes image changes with the code.
-	if err := r.stages.Run(rt.Name, "load fakes image", func() error { return r.b.LoadImage(ctx, name, fakesImage) }); err != nil {
+	if err := r.stages.Run(label, "load fakes image", func() error { return r.b.LoadImage(ctx, name, fakesImage) }); err != nil {
 		return err
 	}
-	failed, err := r.runSuites(ctx, index, rt, kubeconfig, fakesImage, dir)
+	failed, err := r.runSuites(ctx, index, label, kubeconfig, fakesImage, dir)
 	if (failed || err != nil) && context.Cause(ctx) == nil {
 		// Runs before the cluster's deletion (cleanup is last-in first-out).
-		r.onCleanup(rt.Name, "export cluster logs", func(cctx context.Context) error {
+		r.onCleanup(label, "export cluster logs", func(cctx context.Context) error {
 			return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
 		})
 	}
@@ -257,7 +259,7 @@ func (r *run) onKind(ctx context.Context, index int, rt runtimes.Runtime, nodeIm
 // a directory of its own (dir itself when there is one run), and lists each
 // run's report in the manifest. failed says some spec failed: the verdicts
 // judge whether that was expected.
-func (r *run) runSuites(ctx context.Context, index int, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) (failed bool, err error) {
+func (r *run) runSuites(ctx context.Context, index int, label, kubeconfig, fakesImage, dir string) (failed bool, err error) {
 	o := r.opts
 	for i := 1; i <= o.Repeat; i++ {
 		runDir, stage := dir, "suites"
@@ -267,8 +269,8 @@ func (r *run) runSuites(ctx context.Context, index int, rt runtimes.Runtime, kub
 				return failed, err
 			}
 		}
-		err := r.stages.Run(rt.Name, stage, func() error {
-			err := r.b.RunSuites(ctx, rt, kubeconfig, fakesImage, runDir)
+		err := r.stages.Run(label, stage, func() error {
+			err := r.b.RunSuites(ctx, label, kubeconfig, fakesImage, runDir)
 			if errors.Is(err, ginkgorun.ErrSpecsFailed) {
 				failed = true
 				return nil
@@ -329,7 +331,7 @@ func (r *run) existingCluster(ctx context.Context) error {
 		}
 	}
 	r.stacks = []verdicts.ManifestStack{{Runtime: rt.Name}}
-	_, err = r.runSuites(ctx, 0, rt, o.Kubeconfig, o.FakesImage, dir)
+	_, err = r.runSuites(ctx, 0, rt.Name, o.Kubeconfig, o.FakesImage, dir)
 	if err != nil {
 		r.stacks[0].Errors = append(r.stacks[0].Errors, err.Error())
 	}
@@ -443,12 +445,12 @@ func freshDir(dir string) (string, error) {
 	return abs, os.MkdirAll(abs, 0o755)
 }
 
-func joinRuntimeErrors(rts []runtimes.Runtime, errs []error) error {
+func joinStackErrors(stacks []Stack, errs []error) error {
 	var failed []string
 	var all []error
 	for i, err := range errs {
 		if err != nil {
-			failed = append(failed, rts[i].Name)
+			failed = append(failed, stacks[i].Label)
 			all = append(all, err)
 		}
 	}

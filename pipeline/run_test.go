@@ -19,6 +19,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
@@ -78,8 +79,8 @@ func (f *fakeBackend) BuildTestBinary(ctx context.Context) error { return f.reco
 func (f *fakeBackend) EnsureBuildTools(ctx context.Context, rts []runtimes.Runtime) error {
 	return f.record("build tools")
 }
-func (f *fakeBackend) BuildNodeImage(ctx context.Context, rt runtimes.Runtime) (string, error) {
-	return "node:" + rt.Name, f.record("node image " + rt.Name)
+func (f *fakeBackend) BuildNodeImage(ctx context.Context, st Stack) (string, error) {
+	return "node:" + st.Label, f.record("node image " + st.Label)
 }
 func (f *fakeBackend) BuildFakesImage(ctx context.Context) (string, error) {
 	return "fakes:1", f.record("fakes image")
@@ -110,7 +111,7 @@ func (f *fakeBackend) ExportLogs(ctx context.Context, cluster, dir string) error
 func (f *fakeBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error) {
 	return f.facts, "test", f.record("facts")
 }
-func (f *fakeBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeconfig, fakesImage, dir string) error {
+func (f *fakeBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error {
 	if f.barrier != nil {
 		f.barrier.Done()
 		done := make(chan struct{})
@@ -123,7 +124,7 @@ func (f *fakeBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 		case <-time.After(5 * time.Second):
 		}
 	}
-	if err := f.record("suites " + rt.Name); err != nil {
+	if err := f.record("suites " + label); err != nil {
 		return err
 	}
 	if err := context.Cause(ctx); err != nil {
@@ -133,19 +134,19 @@ func (f *fakeBackend) RunSuites(ctx context.Context, rt runtimes.Runtime, kubeco
 	if f.runs == nil {
 		f.runs = map[string]int{}
 	}
-	f.runs[rt.Name]++
-	n := f.runs[rt.Name]
+	f.runs[label]++
+	n := f.runs[label]
 	f.mu.Unlock()
 	specs := []types.SpecReport{fakeSpec(verdicts.Pass, "FAULTLINE-CLUSTER-RUNS-PODS")}
 	if f.specs != nil {
-		specs = f.specs(rt.Name, n)
+		specs = f.specs(label, n)
 	}
-	return writeGinkgoReport(dir, rt.Name, specs)
+	return writeGinkgoReport(dir, label, specs)
 }
 
 func (f *fakeBackend) ImageID(ctx context.Context, ref string) string { return "sha256:fake" }
 func (f *fakeBackend) Screenshots() bool                              { return false }
-func (f *fakeBackend) RuntimeNRIVersion(context.Context, runtimes.Runtime) string {
+func (f *fakeBackend) RuntimeNRIVersion(context.Context, Stack) string {
 	return "v0.0.0-fake"
 }
 
@@ -166,10 +167,17 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 
 // writeGinkgoReport writes what the test binary would: the suite setup with
 // the stack, and the specs; and says ginkgorun.ErrSpecsFailed if one failed.
-func writeGinkgoReport(dir, runtime string, specs []types.SpecReport) error {
+func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
+	// The stack's label is its runtime, or <runtime>-<minor> in a run of
+	// several Kubernetes releases.
+	runtime, minor, several := strings.Cut(label, "-")
+	kube := "v1.36.3"
+	if several {
+		kube = "v" + minor + ".0"
+	}
 	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
 		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(verdicts.StackInfo{
-			Key: verdicts.StackKey(runtime, "v1.36.3"), Runtime: runtime, KubernetesVersion: "v1.36.3"})}}}
+			Key: verdicts.StackKey(runtime, kube), Runtime: runtime, KubernetesVersion: kube})}}}
 	rep := types.Report{SuiteDescription: "faultline", SpecReports: append(types.SpecReports{setup}, specs...)}
 	data, err := json.Marshal([]types.Report{rep})
 	if err != nil {
@@ -180,7 +188,7 @@ func writeGinkgoReport(dir, runtime string, specs []types.SpecReport) error {
 	}
 	for _, s := range specs {
 		if s.State == types.SpecStateFailed {
-			return fmt.Errorf("%w on %s", ginkgorun.ErrSpecsFailed, runtime)
+			return fmt.Errorf("%w on %s", ginkgorun.ErrSpecsFailed, label)
 		}
 	}
 	return nil
@@ -496,6 +504,45 @@ func TestRuntimesRunSideBySide(t *testing.T) {
 	}
 }
 
+// TestEveryRuntimeOnEveryKubernetes: two releases and two runtimes are four
+// stacks, each with its node image, cluster, artifacts and column.
+func TestEveryRuntimeOnEveryKubernetes(t *testing.T) {
+	f := &fakeBackend{}
+	o := testOptions(t, "all")
+	o.KubernetesVersions = versions.Kubernetes()
+	if len(o.KubernetesVersions) < 2 {
+		t.Skip("one Kubernetes release pinned")
+	}
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	calls := strings.Join(f.Calls(), ",")
+	var keys []string
+	for _, v := range o.KubernetesVersions {
+		for _, rt := range []string{"containerd", "crio"} {
+			key := verdicts.StackKey(rt, v)
+			keys = append(keys, key)
+			for _, want := range []string{"node image " + key, "create faultline-" + strings.ReplaceAll(key, ".", "-"), "suites " + key} {
+				if !strings.Contains(calls, want) {
+					t.Errorf("no %q in %s", want, calls)
+				}
+			}
+			if _, err := os.Stat(filepath.Join(o.Artifacts, key, verdicts.GinkgoReportFile)); err != nil {
+				t.Errorf("stack %s: %v", key, err)
+			}
+		}
+	}
+	rep, err := report.ReadJSON(o.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range keys {
+		if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", key); v == nil {
+			t.Errorf("no verdict in column %s", key)
+		}
+	}
+}
+
 func TestOneRuntimeFailingDoesNotStopTheOther(t *testing.T) {
 	f := &fakeBackend{fail: map[string]error{"create faultline-crio": errors.New("no")}}
 	err := runFake(t, testOptions(t, "all"), f)
@@ -643,7 +690,7 @@ func TestRuntimeThatCouldNotRun(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != "crio" || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
+	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != "crio-1.36" || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
 		t.Errorf("setup failures %+v", rep.SetupFailures)
 	}
 	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", "containerd-1.36"); v == nil || v.State != verdicts.Pass {

@@ -337,7 +337,7 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 <h3>{{.Key}}</h3>
 <dl class="facts">
 <dt>runtime</dt><dd>{{.Runtime}}{{with .RuntimeVersion}} {{.}}{{end}}</dd>
-<dt>Kubernetes</dt><dd>{{or .KubernetesVersion "unknown"}}</dd>
+<dt>Kubernetes</dt><dd>{{or .KubernetesVersion "unknown"}}{{with .Skew}} <strong>({{.}})</strong>{{end}}</dd>
 <dt>NRI</dt><dd>{{or .NRIVersion "unknown"}}</dd>
 <dt>node image</dt><dd>{{with .NodeImage}}<code>{{.}}</code>{{else}}unknown{{end}}</dd>
 <dt>fakes image</dt><dd>{{with .FakesImage}}<code>{{.}}</code>{{else}}unknown{{end}}{{with .FakesImageID}}<br><small><code>{{.}}</code></small>{{end}}</dd>

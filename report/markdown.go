@@ -49,8 +49,12 @@ func writeMarkdownHeader(w io.Writer, r *verdicts.Report) {
 		if s.FakesImageID != "" {
 			fakes += " (" + s.FakesImageID + ")"
 		}
+		kube := s.KubernetesVersion
+		if s.Skew != "" {
+			kube += " (" + s.Skew + ")"
+		}
 		fmt.Fprintf(w, "| %s | %s %s | %s | %s | %s | %s | %s | framework %s | %s |\n",
-			s.Key, s.Runtime, s.RuntimeVersion, s.KubernetesVersion, orUnknown(s.NRIVersion), cellText(strings.Join(nodes, "; ")),
+			s.Key, s.Runtime, s.RuntimeVersion, kube, orUnknown(s.NRIVersion), cellText(strings.Join(nodes, "; ")),
 			cellText(s.NodeImage), cellText(fakes), orUnknown(s.Framework), orNone(r.Expectations[s.Key]))
 	}
 }

@@ -31,6 +31,9 @@ type ManifestStack struct {
 	// Runtime is the cluster's runtime; it names the stack if the suite
 	// setup failed before reading the cluster.
 	Runtime string `json:"runtime"`
+	// Kubernetes is the release the run built the cluster from, when it
+	// did: with Runtime it names a stack whose setup failed.
+	Kubernetes string `json:"kubernetes,omitempty"`
 	// Runs are the Ginkgo JSON reports of each run, relative to the
 	// artifacts directory, in order.
 	Runs []string `json:"runs"`
@@ -94,8 +97,8 @@ func ReadArtifacts(dir string) (Manifest, []Run, error) {
 			continue
 		}
 		if len(runs) == first {
-			// Nothing ran: the stack is known by its runtime alone.
-			runs = append(runs, Run{Stack: StackInfo{Key: s.Runtime, Runtime: s.Runtime, NodeImage: s.NodeImage}})
+			// Nothing ran: the stack is known by what the run built.
+			runs = append(runs, Run{Stack: StackInfo{Key: StackKey(s.Runtime, s.Kubernetes), Runtime: s.Runtime, KubernetesVersion: s.Kubernetes, NodeImage: s.NodeImage}})
 		}
 		last := &runs[len(runs)-1]
 		for _, e := range s.Errors {

@@ -57,6 +57,13 @@ func (e Expectation) Allowed() []State {
 type Expectations struct {
 	// Stack is the stack's key ("containerd-1.36").
 	Stack string `json:"stack"`
+	// Extends names another stack whose expectations hold here too, but
+	// for the requirements Expect names again and those Drop names (which
+	// simply pass here): a stack that differs from another in a few
+	// requirements says only those (LoadExpectations resolves it).
+	Extends string `json:"extends,omitempty"`
+	// Drop lists requirements of the extended stack that pass here.
+	Drop []string `json:"drop,omitempty"`
 	// Expect lists the requirements that do not simply pass there.
 	Expect []Expectation `json:"expect"`
 	// File is where they were read from.
@@ -90,7 +97,16 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 	if x.Stack == "" {
 		errs = append(errs, "no stack: name it (<runtime>-<major.minor>, e.g. containerd-1.36)")
 	}
+	if len(x.Drop) > 0 && x.Extends == "" {
+		errs = append(errs, "drop goes with extends only")
+	}
 	seen := map[string]bool{}
+	for _, id := range x.Drop {
+		if _, ok := requirements.Lookup(id); !ok {
+			errs = append(errs, "drop "+id+": not a requirement of requirements/catalogue.yaml")
+		}
+		seen[id] = true
+	}
 	for i, e := range x.Expect {
 		where := fmt.Sprintf("expect[%d] (%s)", i, e.Requirement)
 		if _, ok := requirements.Lookup(e.Requirement); !ok {
@@ -165,7 +181,48 @@ func LoadExpectations(fsys fs.FS, files ...string) (ExpectationSet, error) {
 		}
 		set[x.Stack] = x
 	}
+	for _, x := range set {
+		if err := set.resolve(x, nil); err != nil {
+			return nil, err
+		}
+	}
 	return set, nil
+}
+
+// resolve lays x over the stack it extends (resolved first): the result is
+// the parent's entries but those x names or drops, then x's own.
+func (set ExpectationSet) resolve(x *Expectations, chain []string) error {
+	if x.Extends == "" {
+		return nil
+	}
+	for _, c := range chain {
+		if c == x.Stack {
+			return fmt.Errorf("%s: extends forms a cycle: %s", x.File, strings.Join(append(chain, x.Stack), " -> "))
+		}
+	}
+	parent, ok := set[x.Extends]
+	if !ok {
+		return fmt.Errorf("%s: extends %s, which has no expectations here", x.File, x.Extends)
+	}
+	if err := set.resolve(parent, append(chain, x.Stack)); err != nil {
+		return err
+	}
+	own := map[string]bool{}
+	for _, id := range x.Drop {
+		own[id] = true
+	}
+	for _, e := range x.Expect {
+		own[e.Requirement] = true
+	}
+	var merged []Expectation
+	for _, e := range parent.Expect {
+		if !own[e.Requirement] {
+			merged = append(merged, e)
+		}
+	}
+	x.Expect = append(merged, x.Expect...)
+	x.Extends, x.Drop = "", nil // resolved: resolving again changes nothing
+	return nil
 }
 
 // LoadExpectationsPath reads a file or a directory of files.

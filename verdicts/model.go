@@ -57,6 +57,9 @@ type StackInfo struct {
 	RuntimeVersion string `json:"runtimeVersion,omitempty"`
 	// KubernetesVersion is the kubelet's ("v1.36.3").
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Skew says how the runtime's release is out of step with the kubelet's
+	// (clusters/runtimes Skew), "" when it is not.
+	Skew string `json:"skew,omitempty"`
 	// NRIVersion is the NRI the runtime vendors, when known.
 	NRIVersion string `json:"nriVersion,omitempty"`
 	NodeImage  string `json:"nodeImage,omitempty"`
@@ -90,6 +93,9 @@ func (s StackInfo) Column() string {
 	}
 	if s.KubernetesVersion != "" {
 		col += " / k8s " + s.KubernetesVersion
+	}
+	if s.Skew != "" {
+		col += " (" + s.Skew + ")"
 	}
 	return col
 }

@@ -99,7 +99,9 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	// And the new-user run (2026-11-24 01:54), where containerd left a
 	// failed sandbox behind (NRI-SYNC-ERROR-FAILS-REQUEST varies), and a
 	// later .ci/run with two more ways the CRI timings came out.
-	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio"} {
+	// And the first full run on Kubernetes v1.37.2 (2026-11-24 03:55, CRI-O
+	// 1.36.3 in skew), judged by the 1.37 files that extend the 1.36 ones.
+	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio", "full137-containerd", "full137-crio"} {
 		for _, v := range Build([]Run{recordedRun(t, name, 1, "")}, x, Header{OwnClusters: true}).Unexpected() {
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 		}
@@ -236,5 +238,19 @@ func TestSuiteLevelFailures(t *testing.T) {
 	}
 	if Build([]Run{r}, nil, Header{}).OK() {
 		t.Error("a suite that timed out is OK")
+	}
+}
+
+// TestRecordedRunsOnKubernetes137: the v1.37.2 runs are their own stacks,
+// and CRI-O 1.36 under a 1.37 kubelet is named as skew.
+func TestRecordedRunsOnKubernetes137(t *testing.T) {
+	for name, key := range map[string]string{"full137-containerd": "containerd-1.37", "full137-crio": "crio-1.37"} {
+		r := recordedRun(t, name, 1, "")
+		if r.Stack.Key != key || r.Stack.KubernetesVersion != "v1.37.2" {
+			t.Errorf("%s: stack %s on %s, want %s", name, r.Stack.Key, r.Stack.KubernetesVersion, key)
+		}
+		if skew := r.Stack.Skew; (name == "full137-crio") != (skew != "") {
+			t.Errorf("%s: skew %q", name, skew)
+		}
 	}
 }

@@ -27,6 +27,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
+// Source is faultline's repository, as the images' source label names it.
+const Source = "https://github.com/faultline-k8s/faultline"
+
 // Platforms are those faultline's images are built for.
 var Platforms = []v1.Platform{{OS: "linux", Architecture: "amd64"}, {OS: "linux", Architecture: "arm64"}}
 
@@ -92,6 +95,9 @@ func Image(spec Spec, arch string) (v1.Image, error) {
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = spec.Entrypoint
 	cfg.Config.Env = append([]string{"PATH=/usr/local/bin"}, spec.Env...)
+	// Where the image comes from: registries (ghcr.io) link the package to
+	// its repository by this label.
+	cfg.Config.Labels = map[string]string{"org.opencontainers.image.source": Source}
 	return mutate.ConfigFile(img, cfg)
 }
 

@@ -52,7 +52,7 @@ func Build(ctx context.Context, repoRoot, workDir, registry string, archs []stri
 	if registry == "" {
 		registry = imageref.DefaultRegistry
 	}
-	ldflags := fmt.Sprintf("-X 'github.com/faultline-k8s/faultline/internal/version.Version=%s'", version.String())
+	ldflags := version.LinkFlag(version.String())
 	fakesSpec, err := fakes.Spec(ctx, repoRoot, filepath.Join(workDir, "fakes"), archs, ldflags)
 	if err != nil {
 		return nil, err

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -37,6 +38,8 @@ type Builder struct {
 	goVersion string
 }
 
+var semverTag = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
 // NewBuilder checks the options and finds the Go toolchain.
 func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if opts.Log == nil {
@@ -52,6 +55,9 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	opts.Runtime = rt.Name
 	if _, err := RuntimeComponents(opts.Runtime, opts.Pins, opts.Sources); err != nil {
 		return nil, err
+	}
+	if v := opts.Sources.NRI; v != "" && !semverTag.MatchString(v) {
+		return nil, fmt.Errorf("--nri-version %q: want a release like v0.12.5", v)
 	}
 	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {
 		if dir == "" {

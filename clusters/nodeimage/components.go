@@ -48,11 +48,19 @@ func (c GoComponent) Binaries() []string {
 	return append(names, sortedKeys(c.CPrograms)...)
 }
 
-// Sources says where local source trees replace pinned modules.
+// Sources says where local source trees replace pinned modules, and which
+// of the runtime's dependencies are swapped for other releases.
 type Sources struct {
 	Kubernetes string
 	Containerd string
+	// NRI is a github.com/containerd/nri release the runtime is built with
+	// instead of the one its go.mod requires (a replace in its build, so
+	// newer or older); empty: its own.
+	NRI string
 }
+
+// NRIModule is the module Sources.NRI swaps.
+const NRIModule = "github.com/containerd/nri"
 
 // runtimeRecipes are the Go build recipes of the runtimes clusters/runtimes
 // describes, by name: the component that builds the runtime's binaries (every
@@ -77,7 +85,11 @@ func RuntimeComponents(runtime string, pins versions.Pins, src Sources) ([]GoCom
 	if !ok {
 		return nil, fmt.Errorf("runtime %s has no build recipe in clusters/nodeimage (runtimeRecipes)", rt.Name)
 	}
-	return append([]GoComponent{recipe(pins, src)}, sharedComponents(pins, src)...), nil
+	own := recipe(pins, src)
+	if src.NRI != "" {
+		own.Replaces = append(own.Replaces, gomod.Replace{Old: NRIModule, New: NRIModule, Version: src.NRI})
+	}
+	return append([]GoComponent{own}, sharedComponents(pins, src)...), nil
 }
 
 // crioComponent builds CRI-O's daemon. CRI-O's go.mod requires k8s.io/cri-api,

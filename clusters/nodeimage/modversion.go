@@ -2,29 +2,44 @@ package nodeimage
 
 import (
 	"context"
+	"debug/buildinfo"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 )
 
-// BuiltModuleVersion says which version of module the last build of a
-// runtime's component linked (Go's choice in the component's build module
-// under cacheDir): the NRI a runtime vendors, for the report. It fails when
-// that runtime was never built here (a --node-image run).
-func BuiltModuleVersion(ctx context.Context, cacheDir, runtime, module string) (string, error) {
-	dir := filepath.Join(cacheDir, "modules", runtime)
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return "", fmt.Errorf("no build of %s under %s", runtime, cacheDir)
-	}
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Version}}", module)
-	cmd.Dir = dir
-	// Offline: the build downloaded every module it needed.
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GONOSUMDB=k8s.io")
-	out, err := cmd.Output()
+// RuntimeModuleVersion says which version of module the runtime of this
+// builder's node image links, read from the build information Go put into
+// the runtime's binary (a replace's version when the build replaced it,
+// --nri-version): the NRI a runtime vendors, for the report. It fails when
+// the binary is not built yet.
+func (b *Builder) RuntimeModuleVersion(ctx context.Context, module string) (string, error) {
+	plan, err := b.Plan(ctx)
 	if err != nil {
-		return "", fmt.Errorf("go list -m %s in %s: %w", module, dir, err)
+		return "", err
 	}
-	return strings.TrimSpace(string(out)), nil
+	rt, err := b.runtime()
+	if err != nil {
+		return "", err
+	}
+	for _, s := range plan.Steps {
+		if s.Kind != StepGoBinaries || s.Name != rt.Name {
+			continue
+		}
+		binary := filepath.Join(s.Output, rt.Name)
+		info, err := buildinfo.ReadFile(binary)
+		if err != nil {
+			return "", fmt.Errorf("the build information of %s: %w", binary, err)
+		}
+		for _, d := range info.Deps {
+			if d.Path != module {
+				continue
+			}
+			if d.Replace != nil && d.Replace.Version != "" {
+				return d.Replace.Version, nil
+			}
+			return d.Version, nil
+		}
+		return "", fmt.Errorf("%s does not link %s", binary, module)
+	}
+	return "", fmt.Errorf("the node image of %s builds no %s binaries", rt.Name, rt.Name)
 }

@@ -89,6 +89,29 @@ func TestChangedPinRebuildsOnlyWhatDependsOnIt(t *testing.T) {
 	}
 }
 
+// TestNRIVersionRebuildsOnlyTheRuntime: another NRI for the runtime is a
+// replace in its build alone, and a node image of its own.
+func TestNRIVersionRebuildsOnlyTheRuntime(t *testing.T) {
+	first := mustPlan(t, testBuilder(fakeCache{}, nil))
+	second := mustPlan(t, testBuilder(everything(first), func(o *Options) { o.Sources.NRI = "v0.12.5" }))
+	if got, want := second.ToRun(), []string{"containerd", "node"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("with --nri-version ToRun = %v, want %v", got, want)
+	}
+	if first.NodeImage() == second.NodeImage() {
+		t.Fatal("another NRI must change the node image tag")
+	}
+	components, err := RuntimeComponents("containerd", versions.Default(), Sources{NRI: "v0.12.5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := components[0].Replaces; len(r) != 1 || r[0].String() != NRIModule+" => "+NRIModule+" v0.12.5" {
+		t.Errorf("containerd's replaces %v", r)
+	}
+	if _, err := NewBuilder(context.Background(), Options{Runtime: "containerd", Pins: versions.Default(), CacheDir: t.TempDir(), Sources: Sources{NRI: "latest"}}); err == nil {
+		t.Error("--nri-version latest must be refused")
+	}
+}
+
 func TestForceRebuildsEverything(t *testing.T) {
 	first := mustPlan(t, testBuilder(fakeCache{}, nil))
 	forced := mustPlan(t, testBuilder(everything(first), func(o *Options) { o.Force = true }))

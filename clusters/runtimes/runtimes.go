@@ -30,6 +30,10 @@ type Runtime struct {
 	KindConfig string
 	// VersionPin is the clusters/versions pin of the runtime's release.
 	VersionPin string
+	// ReleasesFollowKubernetes: the runtime's minor releases pair with
+	// Kubernetes minors (CRI-O 1.36 for Kubernetes 1.36); another pairing is
+	// version skew, which a report names (Skew).
+	ReleasesFollowKubernetes bool
 	// CreateContainerRunsOCICreate: CreateContainer runs the OCI runtime's
 	// create, so runc-slow can slow it. containerd runs it only at start; its
 	// CreateContainer is slowed through the fake NRI plugin instead.
@@ -118,6 +122,7 @@ var all = []Runtime{
 		Process:                      "crio",
 		KindConfig:                   "crio.yaml",
 		VersionPin:                   "CRIO_VERSION",
+		ReleasesFollowKubernetes:     true,
 		CreateContainerRunsOCICreate: true,
 		NRIDiscrepancies: map[string]string{
 			"StartContainer": "StartContainer plugin errors are only logged as a warning; the container starts",
@@ -247,3 +252,29 @@ func (r Runtime) Requirements() []string {
 }
 
 func (r Runtime) String() string { return r.Name }
+
+// Skew says how a runtime's release and the kubelet's are out of step, for a
+// runtime whose releases follow Kubernetes ("CRI-O 1.36 with Kubernetes
+// 1.37"); "" when they match or cannot be read.
+func (r Runtime) Skew(runtimeVersion, kubeletVersion string) string {
+	if !r.ReleasesFollowKubernetes {
+		return ""
+	}
+	rm, km := minorOf(runtimeVersion), minorOf(kubeletVersion)
+	if rm == "" || km == "" || rm == km {
+		return ""
+	}
+	return fmt.Sprintf("version skew: %s %s with Kubernetes %s", r.Name, rm, km)
+}
+
+// minorOf is "1.36" of "v1.36.3", "1.36.2" or "cri-o://1.36.2".
+func minorOf(v string) string {
+	if _, after, ok := strings.Cut(v, "://"); ok {
+		v = after
+	}
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
+}

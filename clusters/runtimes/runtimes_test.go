@@ -146,3 +146,23 @@ func TestEntries(t *testing.T) {
 		t.Error("All() hands out the table itself")
 	}
 }
+
+func TestSkew(t *testing.T) {
+	crio, _ := Lookup("crio")
+	containerd, _ := Lookup("containerd")
+	for _, tc := range []struct {
+		rt            Runtime
+		runtime, kube string
+		skew          bool
+	}{
+		{crio, "1.36.3", "v1.37.2", true},
+		{crio, "1.36.2", "v1.36.3", false},
+		{crio, "", "v1.37.2", false},
+		{containerd, "2.4.2", "v1.37.2", false},
+	} {
+		got := tc.rt.Skew(tc.runtime, tc.kube)
+		if (got != "") != tc.skew {
+			t.Errorf("%s %s with %s: skew %q", tc.rt.Name, tc.runtime, tc.kube, got)
+		}
+	}
+}

@@ -5,8 +5,9 @@ package versions
 import (
 	"bufio"
 	"bytes"
-	_ "embed"
+	"embed"
 	"fmt"
+	"path"
 	"regexp"
 	"sort"
 	"strings"
@@ -14,6 +15,20 @@ import (
 
 //go:embed versions.env
 var pinned []byte
+
+// releases holds, per other Kubernetes release faultline runs, the pins that
+// differ from versions.env (kubernetes/<version>.env).
+//
+//go:embed kubernetes/*.env
+var releases embed.FS
+
+// followKubernetes are the pins a Kubernetes release's file may set: those
+// that follow the release (kubeadm's image tags, the components behind them,
+// the CRI-O minor).
+var followKubernetes = map[string]bool{
+	"KUBERNETES_VERSION": true, "ETCD_IMAGE_TAG": true, "PAUSE_IMAGE_TAG": true, "COREDNS_IMAGE_TAG": true,
+	"ETCD_VERSION": true, "COREDNS_VERSION": true, "CRIO_VERSION": true,
+}
 
 // Pins are the pinned versions, by the names versions.env gives them.
 type Pins map[string]string
@@ -36,9 +51,64 @@ func Default() Pins {
 	return p
 }
 
+// Kubernetes lists the Kubernetes releases faultline has pins for, the
+// default (versions.env) first.
+func Kubernetes() []string {
+	out := []string{Default().Kubernetes()}
+	files, _ := releases.ReadDir("kubernetes")
+	for _, f := range files {
+		out = append(out, strings.TrimSuffix(f.Name(), ".env"))
+	}
+	return out
+}
+
+// ForKubernetes returns the pins of one Kubernetes release: versions.env
+// with the release's own pins over it. An empty version is the default.
+func ForKubernetes(version string) (Pins, error) {
+	p := Default()
+	if version == "" || version == p.Kubernetes() {
+		return p, nil
+	}
+	data, err := releases.ReadFile(path.Join("kubernetes", version+".env"))
+	if err != nil {
+		return nil, fmt.Errorf("no pins for Kubernetes %q (have %s)", version, strings.Join(Kubernetes(), ", "))
+	}
+	over, err := parseLines(data)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes/%s.env: %w", version, err)
+	}
+	return p.with(version, over)
+}
+
+// with lays a release's pins over p.
+func (p Pins) with(version string, over Pins) (Pins, error) {
+	if over["KUBERNETES_VERSION"] != version {
+		return nil, fmt.Errorf("kubernetes/%s.env sets KUBERNETES_VERSION=%q", version, over["KUBERNETES_VERSION"])
+	}
+	out := Pins{}
+	for k, v := range p {
+		out[k] = v
+	}
+	for k, v := range over {
+		if !followKubernetes[k] {
+			return nil, fmt.Errorf("kubernetes/%s.env sets %s, which does not follow the Kubernetes release: set it in versions.env", version, k)
+		}
+		out[k] = v
+	}
+	return out, out.check()
+}
+
 // Parse reads KEY=VALUE lines (blank lines and # comments allowed) and checks
 // that every required pin is there and every *_VERSION is a semantic version.
 func Parse(data []byte) (Pins, error) {
+	p, err := parseLines(data)
+	if err != nil {
+		return nil, err
+	}
+	return p, p.check()
+}
+
+func parseLines(data []byte) (Pins, error) {
 	p := Pins{}
 	scanner := bufio.NewScanner(bytes.NewReader(data))
 	for n := 1; scanner.Scan(); n++ {
@@ -55,6 +125,12 @@ func Parse(data []byte) (Pins, error) {
 		}
 		p[key] = value
 	}
+	return p, nil
+}
+
+// check says whether every required pin is set and every *_VERSION is a
+// semantic version.
+func (p Pins) check() error {
 	var missing []string
 	for _, key := range required {
 		if p[key] == "" {
@@ -62,14 +138,14 @@ func Parse(data []byte) (Pins, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, fmt.Errorf("missing pins: %s", strings.Join(missing, ", "))
+		return fmt.Errorf("missing pins: %s", strings.Join(missing, ", "))
 	}
 	for key, value := range p {
 		if strings.HasSuffix(key, "_VERSION") && !semver.MatchString(value) {
-			return nil, fmt.Errorf("%s=%q is not a version like v1.2.3", key, value)
+			return fmt.Errorf("%s=%q is not a version like v1.2.3", key, value)
 		}
 	}
-	return p, nil
+	return nil
 }
 
 // Kubernetes is the pinned Kubernetes release, e.g. v1.36.3.

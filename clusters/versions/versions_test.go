@@ -73,3 +73,35 @@ func TestGoModFollowsPins(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryKubernetesRelease: each release file gives complete pins that
+// differ from the default only where a release may.
+func TestEveryKubernetesRelease(t *testing.T) {
+	list := Kubernetes()
+	if len(list) < 2 || list[0] != Default().Kubernetes() {
+		t.Fatalf("Kubernetes() = %v, want the default first and another", list)
+	}
+	for _, v := range list {
+		p, err := ForKubernetes(v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if p.Kubernetes() != v {
+			t.Errorf("ForKubernetes(%s) pins Kubernetes %s", v, p.Kubernetes())
+		}
+		for k, val := range Default() {
+			if p[k] != val && !followKubernetes[k] {
+				t.Errorf("%s changes %s", v, k)
+			}
+		}
+	}
+	if _, err := ForKubernetes("v1.20.0"); err == nil || !strings.Contains(err.Error(), "no pins") {
+		t.Errorf("an unknown release: %v", err)
+	}
+	if _, err := Default().with("v1.99.0", Pins{"KUBERNETES_VERSION": "v1.99.0", "KIND_VERSION": "v0.1.0"}); err == nil {
+		t.Error("a release file may not move a shared pin")
+	}
+	if _, err := Default().with("v1.99.0", Pins{"KUBERNETES_VERSION": "v1.98.0"}); err == nil {
+		t.Error("a release file must pin its own release")
+	}
+}

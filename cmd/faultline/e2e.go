@@ -9,6 +9,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
@@ -39,7 +40,10 @@ func init() {
 			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
 			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name")
 			fs.StringVar(&o.NodeImage, "node-image", "", "use this node image instead of building one (one runtime)")
+			var kubes listFlag
+			fs.Var(&kubes, "kubernetes-version", "Kubernetes releases of the node images: "+strings.Join(versions.Kubernetes(), ", ")+" or all (default the first); each runtime runs on each, side by side; repeatable or comma-separated")
 			fs.StringVar(&o.KubernetesSrc, "kubernetes-src", "", "build Kubernetes from this checkout instead of the pinned release")
+			fs.StringVar(&o.NRIVersion, "nri-version", "", "build the runtimes with this github.com/containerd/nri release instead of their own (e.g. v0.12.5)")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
 			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
@@ -49,6 +53,10 @@ func init() {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {
 					return usageError{err}
+				}
+				o.KubernetesVersions = splitList(kubes)
+				if len(o.KubernetesVersions) == 1 && o.KubernetesVersions[0] == "all" {
+					o.KubernetesVersions = versions.Kubernetes()
 				}
 				if o.Repeat < 1 {
 					return usageError{fmt.Errorf("--repeat wants a positive number, got %d", o.Repeat)}
@@ -106,4 +114,17 @@ type cleanupKey struct{}
 func withSignals(parent context.Context) (context.Context, *interrupt.Signals) {
 	s := interrupt.Watch(parent, os.Stderr)
 	return context.WithValue(s.Work, cleanupKey{}, s.Cleanup), s
+}
+
+// splitList flattens repeated and comma-separated values.
+func splitList(l listFlag) []string {
+	var out []string
+	for _, v := range l {
+		for _, part := range strings.Split(v, ",") {
+			if part = strings.TrimSpace(part); part != "" {
+				out = append(out, part)
+			}
+		}
+	}
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
@@ -19,7 +20,9 @@ func init() {
 			fs.StringVar(&opts.Runtime, "runtime", runtimes.Default, "container runtime of the node: "+runtimeFlagChoices())
 			fs.StringVar(&opts.CacheDir, "cache-dir", defaultCacheDir(), "where built binaries, throwaway modules and build logs are kept")
 			fs.StringVar(&opts.RepoRoot, "repo-root", ".", "faultline checkout (for binaries built from it)")
+			kube := fs.String("kubernetes-version", "", "Kubernetes release: "+strings.Join(versions.Kubernetes(), ", ")+" (default the first)")
 			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")
+			fs.StringVar(&opts.Sources.NRI, "nri-version", "", "build the runtime with this github.com/containerd/nri release instead of the one it requires (e.g. v0.12.5)")
 			fs.StringVar(&opts.Sources.Containerd, "containerd-src", "", "local containerd checkout to build instead of the pinned release")
 			fs.StringVar(&opts.DebianMirror, "debian-mirror", "", "Debian archive for debootstrap (default: the one apt uses here)")
 			fs.BoolVar(&opts.Force, "force", false, "rebuild everything, ignoring the cache")
@@ -31,7 +34,11 @@ func init() {
 				if _, err := runtimes.Lookup(opts.Runtime); err != nil {
 					return fmt.Errorf("--runtime: %w", err)
 				}
-				opts.Pins = versions.Default()
+				pins, err := versions.ForKubernetes(*kube)
+				if err != nil {
+					return usageError{fmt.Errorf("--kubernetes-version: %w", err)}
+				}
+				opts.Pins = pins
 				b, err := nodeimage.NewBuilder(ctx, opts)
 				if err != nil {
 					return err

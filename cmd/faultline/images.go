@@ -82,6 +82,9 @@ flags:
 					if err := set.Push(ctx); err != nil {
 						return err
 					}
+					if !imageref.IsRelease() {
+						fmt.Fprintf(os.Stderr, "faultline: %s is a devel tag: the next push of this commit overwrites it, and nodes that cached this one keep it (IfNotPresent)\n", imageref.Tag())
+					}
 					for _, im := range set.Images {
 						fmt.Println(im.Ref)
 					}

@@ -8,8 +8,8 @@ import (
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/nodesetup"
 	"github.com/faultline-k8s/faultline/nodesetup/deploy"
@@ -40,12 +40,9 @@ flags:
 			pullPolicy := fs.String("pull-policy", string(corev1.PullIfNotPresent), "imagePullPolicy of the image: Always, IfNotPresent or Never")
 			var selector map[string]string
 			fs.Func("node-selector", "only the nodes with these labels (`k=v,k2=v2`; always kubernetes.io/os=linux)", func(v string) error {
-				sel, err := labels.ConvertSelectorToLabelsMap(v)
-				if err != nil {
-					return fmt.Errorf("want key=value pairs separated by commas: %w", err)
-				}
+				sel, err := fixtures.ParseNodeSelector(v)
 				selector = sel
-				return nil
+				return err
 			})
 			timeout := fs.Duration("timeout", deploy.DefaultTimeout, "how long to wait for every node's pod to be done (an image pull, the runtime's restart), and on remove for the DaemonSet to be gone")
 			return func(ctx context.Context, args []string) error {

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/preflight"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
@@ -24,12 +24,9 @@ func init() {
 			strict := fs.Bool("strict", false, "exit 1 when a requirement cannot be checked (default: the report is the answer, exit 0)")
 			var nodeSelector map[string]string
 			fs.Func("node-selector", "judge only nodes with these labels (`k=v,k2=v2`), as the run's --faultline.node-selector", func(v string) error {
-				sel, err := labels.ConvertSelectorToLabelsMap(v)
-				if err != nil {
-					return fmt.Errorf("want key=value pairs separated by commas: %w", err)
-				}
+				sel, err := fixtures.ParseNodeSelector(v)
 				nodeSelector = sel
-				return nil
+				return err
 			})
 			timeout := fs.Duration("timeout", 20*time.Second, "bound on each request (a kubelet behind the node proxy may hang)")
 			return func(ctx context.Context, args []string) error {

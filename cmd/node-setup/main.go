@@ -139,6 +139,45 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
+// noSandboxesOnHandler refuses a remove while pods run on the handler it
+// would take away: their shims could no longer stop or delete them.
+func noSandboxesOnHandler(ctx context.Context, o options) error {
+	recorded, found, err := nodesetup.Installed(o.root)
+	if err != nil || !found {
+		return err // nothing installed: nothing to take away
+	}
+	rt, err := runtimes.Lookup(recorded)
+	if err != nil {
+		return err
+	}
+	socket, err := nodesetup.HostPath(o.root, rt.SocketPath())
+	if err != nil {
+		return err
+	}
+	// Pods deleted a moment ago leave sandboxes until the kubelet's garbage
+	// collection (every minute) removes them: wait for those.
+	cri := criClient{socket: socket}
+	deadline := time.Now().Add(o.timeout)
+	for {
+		sandboxes, err := cri.sandboxesOn(ctx, nodesetup.HandlerName)
+		if err != nil {
+			return fmt.Errorf("list the pods on the %s handler: %w", nodesetup.HandlerName, err)
+		}
+		if len(sandboxes) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d pod sandbox(es) still run on the %s handler after %s (%s): delete their pods first (faultline cleanup), then remove",
+				len(sandboxes), nodesetup.HandlerName, o.timeout, strings.Join(sandboxes, ", "))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+}
+
 func nodeName(o options) string {
 	if o.node == "" {
 		return "(NODE_NAME unset)"
@@ -160,6 +199,9 @@ func setup(ctx context.Context, o options, log io.Writer) (nodesetup.Report, err
 		res, err = nodesetup.Install(o.root, rt, nodesetup.Options{RuncSlow: o.runcSlow})
 	} else {
 		fmt.Fprintf(log, "node-setup: removing what node-setup installed on node %s\n", nodeName(o))
+		if err := noSandboxesOnHandler(ctx, o); err != nil {
+			return report, err
+		}
 		res, err = nodesetup.Remove(o.root)
 		if res.Runtime != "" {
 			// The record names the runtime it was installed for.

@@ -25,6 +25,19 @@ type fakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	mu       sync.Mutex
 	handlers []string
+	// sandboxes run on the faultline-slow handler.
+	sandboxes []string
+}
+
+func (f *fakeRuntime) ListPodSandbox(context.Context, *runtimeapi.ListPodSandboxRequest) (*runtimeapi.ListPodSandboxResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &runtimeapi.ListPodSandboxResponse{}
+	for _, name := range f.sandboxes {
+		resp.Items = append(resp.Items, &runtimeapi.PodSandbox{RuntimeHandler: nodesetup.HandlerName,
+			Metadata: &runtimeapi.PodSandboxMetadata{Namespace: "ns", Name: name}})
+	}
+	return resp, nil
 }
 
 func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
@@ -149,6 +162,16 @@ func TestInstallRestartsOnceAndRemoveRestores(t *testing.T) {
 		t.Errorf("second install: exit %d, %+v\n%s", code, r, out)
 	}
 
+	// A pod still on the handler: remove refuses, changing nothing.
+	n.runtime.mu.Lock()
+	n.runtime.sandboxes = []string{"slow"}
+	n.runtime.mu.Unlock()
+	if code, out := n.run(t, "remove", "--timeout=1s"); code == 0 || !strings.Contains(out, "ns/slow") {
+		t.Errorf("remove with a pod on the handler: exit %d\n%s", code, out)
+	}
+	n.runtime.mu.Lock()
+	n.runtime.sandboxes = nil
+	n.runtime.mu.Unlock()
 	code, out = n.run(t, "remove")
 	r = report(t, out)
 	if code != 0 || !r.Restarted || r.Handler != nodesetup.HandlerNotListed || n.restarts != 2 {

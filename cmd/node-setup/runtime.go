@@ -73,6 +73,24 @@ func (c criClient) handlerListed(ctx context.Context) (listed, known bool, err e
 	return listed, known, err
 }
 
+// sandboxesOn lists the pod sandboxes (namespace/name) that run on handler.
+func (c criClient) sandboxesOn(ctx context.Context, handler string) ([]string, error) {
+	var out []string
+	err := c.call(ctx, func(ctx context.Context, rs runtimeapi.RuntimeServiceClient) error {
+		list, err := rs.ListPodSandbox(ctx, &runtimeapi.ListPodSandboxRequest{})
+		if err != nil {
+			return fmt.Errorf("CRI ListPodSandbox: %w", err)
+		}
+		for _, sb := range list.GetItems() {
+			if sb.GetRuntimeHandler() == handler {
+				out = append(out, sb.GetMetadata().GetNamespace()+"/"+sb.GetMetadata().GetName())
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
 // waitAnswer waits until the runtime answers CRI Version, served by a
 // process other than notPID (0: any).
 func (c criClient) waitAnswer(ctx context.Context, timeout time.Duration, notPID int32) error {

@@ -25,6 +25,12 @@ const (
 // devel version made a valid tag ("devel 1a2b3c4-dirty" => "devel-1a2b3c4-dirty").
 func Tag() string { return tagOf(version.String()) }
 
+// IsRelease says whether this build is a release (its tag a version like
+// v0.1.0), whose images are pushed once; a devel tag is overwritten.
+func IsRelease() bool { return release.MatchString(Tag()) }
+
+var release = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+
 var notInTag = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 
 func tagOf(v string) string {

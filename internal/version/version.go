@@ -11,6 +11,15 @@ import "runtime/debug"
 // GOFLAGS has -buildvcs=false).
 var Version = ""
 
+// LinkFlag is the -ldflags argument that stamps v as Version (quoted: a
+// devel version has a space).
+func LinkFlag(v string) string {
+	return "-X '" + versionVar + "=" + v + "'"
+}
+
+// versionVar is Version's full name, as the linker's -X takes it.
+const versionVar = "github.com/faultline-k8s/faultline/internal/version.Version"
+
 // String is the version: the release, or "devel <commit>[ modified]".
 func String() string {
 	if Version != "" {

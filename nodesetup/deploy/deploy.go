@@ -160,18 +160,29 @@ func (c *Cluster) Run(ctx context.Context, mode string, opts Options) ([]NodeRes
 		return nil, fmt.Errorf("deploy node-setup: %w", err)
 	}
 	results, err := c.wait(ctx, nodes, opts, progress)
-	if err != nil {
-		return results, err
-	}
 	var failed []string
 	for _, r := range results {
 		if r.Err != nil {
 			failed = append(failed, r.Node)
 		}
 	}
+	if err != nil || len(failed) > 0 {
+		// A failed pod would be restarted by the kubelet, and with it the
+		// node's runtime, again and again: the DaemonSet goes (its logs are
+		// in the results), also when the wait was interrupted.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), opts.Timeout)
+		defer cancel()
+		if rerr := c.remove(cctx, objects, opts); rerr != nil {
+			progress("could not delete the node-setup DaemonSet: %v", rerr)
+		} else {
+			progress("deleted the node-setup DaemonSet and namespace %s, so that no pod retries; the nodes keep what it did (`faultline node-setup remove` undoes it)", Namespace)
+		}
+	}
+	if err != nil {
+		return results, err
+	}
 	if len(failed) > 0 {
-		return results, fmt.Errorf("node-setup %s failed on %d of %d node(s): %s (its DaemonSet stays in namespace %s, to look at; `faultline node-setup remove` removes it and undoes what it did)",
-			mode, len(failed), len(results), strings.Join(failed, ", "), Namespace)
+		return results, fmt.Errorf("node-setup %s failed on %d of %d node(s): %s", mode, len(failed), len(results), strings.Join(failed, ", "))
 	}
 	if mode == nodesetup.ModeRemove {
 		progress("deleting the node-setup DaemonSet and namespace %s", Namespace)

@@ -17,11 +17,11 @@ import (
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 )
 
@@ -60,12 +60,9 @@ func registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&Flags.FakesImage, "faultline.fakes-image", "", "image with faultline's fake driver, plugin and test pod (hack/run-e2e.sh builds and loads it); default: this build's in --faultline.image-registry")
 	fs.StringVar(&Flags.ImageRegistry, "faultline.image-registry", "", "the registry the cluster pulls faultline's images from (`faultline images push REGISTRY`); default "+imageref.DefaultRegistry)
 	fs.Func("faultline.node-selector", "run the fakes and the specs' pods only on nodes with these labels (`k=v,k2=v2`; always kubernetes.io/os=linux)", func(v string) error {
-		sel, err := labels.ConvertSelectorToLabelsMap(v)
-		if err != nil {
-			return fmt.Errorf("want key=value pairs separated by commas: %w", err)
-		}
+		sel, err := fixtures.ParseNodeSelector(v)
 		Flags.NodeSelector = sel
-		return nil
+		return err
 	})
 	fs.StringVar(&Flags.PullPolicy, "faultline.pull-policy", "IfNotPresent", "imagePullPolicy for the fakes image")
 	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "override the nodes' container runtime ("+runtimeNames()+"); empty: from the cluster's facts (ConfigMap kube-system/faultline-cluster, else node status)")

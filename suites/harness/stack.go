@@ -23,6 +23,7 @@ func recordStack(ctx context.Context, cs clientset.Interface, in clusterFacts) {
 		Runtime:           info.Runtime.Name,
 		RuntimeVersion:    info.RuntimeVersion,
 		KubernetesVersion: info.KubernetesVersion,
+		Skew:              info.Runtime.Skew(info.RuntimeVersion, info.KubernetesVersion),
 		NodeImage:         in.Facts.NodeImage,
 		FakesImage:        Flags.FakesImage,
 		Framework:         FrameworkVersion,

@@ -37,6 +37,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/nodesetup"
 	"github.com/faultline-k8s/faultline/nodesetup/deploy"
 	"github.com/faultline-k8s/faultline/report"
@@ -122,10 +123,17 @@ func TestNodeSetupInstallsAndRemovesTheHandler(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := exec.Command("docker", "info", "--format", "{{.ServerVersion}}").CombinedOutput(); err != nil {
-		t.Fatalf("no Docker engine answers (start one: faultline engine start): %v\n%s", err, out)
-	}
 	bin := buildFaultline(t, root)
+	// The engine: started if none answers, stopped at the end if this test
+	// started it (an e2e run before it stops the one it started).
+	if exec.Command("docker", "info").Run() != nil {
+		run(ctx, t, bin, "engine", "start")
+		t.Cleanup(func() {
+			stop := exec.Command(bin, "engine", "stop")
+			stop.Dir = "../.."
+			_ = stop.Run()
+		})
+	}
 	runtimeName := os.Getenv("FAULTLINE_NODE_RUNTIME")
 	if runtimeName == "" {
 		runtimeName = runtimes.Default
@@ -155,7 +163,7 @@ func TestNodeSetupInstallsAndRemovesTheHandler(t *testing.T) {
 	}
 	// faultline's images, built without an engine, under this build's tag.
 	run(ctx, t, bin, "images", "load", clusterName, "--registry", registry)
-	fakesImage := registry + "/faultline-fakes:" + strings.TrimSpace(run(ctx, t, bin, "version", "--tag"))
+	fakesImage := registry + "/" + imageref.FakesName + ":" + strings.TrimSpace(run(ctx, t, bin, "version", "--tag"))
 	cs := clientset(t, kubeconfig)
 	env := Env{Kubeconfig: kubeconfig, FakesImage: fakesImage, Runtime: rt, RepoRoot: root, Faultline: bin}
 

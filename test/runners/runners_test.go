@@ -36,7 +36,9 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/images"
 	"github.com/faultline-k8s/faultline/fixtures"
+	fversion "github.com/faultline-k8s/faultline/internal/version"
 	"github.com/faultline-k8s/faultline/report"
+	"github.com/faultline-k8s/faultline/suites/suitenames"
 	"github.com/faultline-k8s/faultline/verdicts"
 )
 
@@ -87,7 +89,7 @@ func setUp(t *testing.T) *env {
 	e.faultline = filepath.Join(e.work, "faultline")
 	step(t, "build faultline", func() error {
 		return e.run(context.Background(), nil, "go", "build", "-o", e.faultline,
-			"-ldflags", "-X github.com/faultline-k8s/faultline/internal/version.Version="+version, "./cmd/faultline")
+			"-ldflags", fversion.LinkFlag(version), "./cmd/faultline")
 	})
 	// The engine: started if none answers, stopped at the end if this test started it.
 	if exec.Command("docker", "info").Run() != nil {
@@ -329,11 +331,11 @@ func (e *env) manifest(t *testing.T, name string) []byte {
 // selectSmoke narrows a manifest's label filter to the smoke specs.
 func selectSmoke(t *testing.T, manifest []byte) []byte {
 	t.Helper()
-	const all = `value: "!Disruptive"`
+	all := `value: "` + suitenames.NotDisruptive + `"`
 	if !bytes.Contains(manifest, []byte(all)) {
 		t.Fatalf("the manifest has no label filter %s to narrow", all)
 	}
-	return bytes.Replace(manifest, []byte(all), []byte(`value: "smoke && !Disruptive"`), 1)
+	return bytes.Replace(manifest, []byte(all), []byte(`value: "smoke && `+suitenames.NotDisruptive+`"`), 1)
 }
 
 func decode(t *testing.T, manifest []byte) []*unstructured.Unstructured {
