@@ -144,8 +144,6 @@ func (o *Options) Validate() error {
 		if o.KubernetesSrc != "" && len(o.KubernetesVersions) > 1 {
 			errs = append(errs, "--kubernetes-src stands in for one release: give one --kubernetes-version with it")
 		}
-	} else {
-		o.KubernetesVersions = []string{versions.Default().Kubernetes()}
 	}
 	if o.NRIVersion != "" && !regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`).MatchString(o.NRIVersion) {
 		errs = append(errs, fmt.Sprintf("--nri-version %q: want a release like v0.12.5", o.NRIVersion))
@@ -297,11 +295,15 @@ type Stack struct {
 
 // Stacks are the run's clusters: each runtime on each Kubernetes release.
 func (o *Options) Stacks() []Stack {
+	kubes := o.KubernetesVersions
+	if len(kubes) == 0 {
+		kubes = []string{versions.Default().Kubernetes()}
+	}
 	var out []Stack
-	for _, kube := range o.KubernetesVersions {
+	for _, kube := range kubes {
 		for _, rt := range o.Runtimes {
 			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name}
-			if len(o.KubernetesVersions) > 1 {
+			if len(kubes) > 1 {
 				st.Label = verdicts.StackKey(rt.Name, kube)
 			}
 			out = append(out, st)

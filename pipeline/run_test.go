@@ -603,6 +603,18 @@ func TestExistingClusterDefaults(t *testing.T) {
 	}
 }
 
+// TestValidateTwice: Run validates the options the CLI validated; the
+// defaults Validate fills must pass a second time.
+func TestValidateTwice(t *testing.T) {
+	o := testOptions(t)
+	o.Kubeconfig = os.DevNull
+	for i := 0; i < 2; i++ {
+		if err := o.Validate(); err != nil {
+			t.Fatalf("validation %d: %v", i+1, err)
+		}
+	}
+}
+
 func TestValidate(t *testing.T) {
 	for name, tc := range map[string]struct {
 		edit func(*Options)
