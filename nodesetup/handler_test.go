@@ -1,33 +1,24 @@
 package nodesetup
 
 import (
-	"bytes"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
-	"text/template"
 
+	"github.com/faultline-k8s/faultline/clusters/nodeimage"
+	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 )
 
-// renderNodeImageTemplate renders one of the node image's config templates
-// as the node image builder does (its only value is the pause image).
-func renderNodeImageTemplate(t *testing.T, file string) string {
+// nodeImageFile is one of the node image's config files, as the node
+// image builder renders it.
+func nodeImageFile(t *testing.T, runtime, nodePath string) string {
 	t.Helper()
-	raw, err := os.ReadFile(file)
+	data, err := nodeimage.NodeFile(runtimes.MustLookup(runtime), nodePath, "registry.k8s.io/pause:3.10.2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := template.New(file).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := tmpl.Execute(&out, map[string]string{"PauseImage": "registry.k8s.io/pause:3.10.2"}); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
+	return string(data)
 }
 
 // TestHandlerAsInTheNodeImage: until the node image's templates take the
@@ -35,24 +26,24 @@ func renderNodeImageTemplate(t *testing.T, file string) string {
 func TestHandlerAsInTheNodeImage(t *testing.T) {
 	yes := true
 	for _, tc := range []struct {
-		template string
-		text     func() (string, error)
-		keys     []string
+		runtime, file string
+		text          func() (string, error)
+		keys          []string
 	}{
 		{
-			"../clusters/nodeimage/nodefs/etc/containerd/config.toml.tmpl",
+			"containerd", "etc/containerd/config.toml",
 			ContainerdHandler{Version: 3, RuntimeType: "io.containerd.runc.v2", SystemdCgroup: &yes}.TOML,
 			[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", HandlerName},
 		},
 		{
-			"../clusters/nodeimage/runtimes/crio/etc/crio/crio.conf.d/10-faultline.conf.tmpl",
+			"crio", "etc/crio/crio.conf.d/10-faultline.conf",
 			CRIOHandler{RuntimeRoot: "/run/runc", MonitorPath: "/usr/bin/conmon"}.TOML,
 			crioHandlerKeys,
 		},
 	} {
-		image, err := parseTOML([]byte(renderNodeImageTemplate(t, tc.template)))
+		image, err := parseTOML([]byte(nodeImageFile(t, tc.runtime, tc.file)))
 		if err != nil {
-			t.Fatalf("%s: %v", tc.template, err)
+			t.Fatalf("%s: %v", tc.file, err)
 		}
 		text, err := tc.text()
 		if err != nil {
@@ -65,7 +56,7 @@ func TestHandlerAsInTheNodeImage(t *testing.T) {
 		want, _ := lookup(image, tc.keys...)
 		got, _ := lookup(ours, tc.keys...)
 		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s configures the handler as\n%v\nnode-setup as\n%v", tc.template, want, got)
+			t.Errorf("%s configures the handler as\n%v\nnode-setup as\n%v", tc.file, want, got)
 		}
 		if !strings.Contains(text, "# faultline-slow:") {
 			t.Errorf("the handler's text lost its comment:\n%s", text)

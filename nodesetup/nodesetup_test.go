@@ -365,7 +365,7 @@ func TestContainerdRefusals(t *testing.T) {
 
 // The node image's own handler (not node-setup's) is left alone.
 func TestHandlerOfTheNodeIsLeftAlone(t *testing.T) {
-	root := node(t, map[string]string{ContainerdConfigPath: renderNodeImageTemplate(t, "../clusters/nodeimage/nodefs/etc/containerd/config.toml.tmpl")})
+	root := node(t, map[string]string{ContainerdConfigPath: nodeImageFile(t, "containerd", "etc/containerd/config.toml")})
 	before := snapshot(t, root)
 	res, err := Install(root, containerd, runcSlow(t, "x"))
 	if err != nil {

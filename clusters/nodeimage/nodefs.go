@@ -1,6 +1,7 @@
 package nodeimage
 
 import (
+	"fmt"
 	"archive/tar"
 	"bytes"
 	"embed"
@@ -108,15 +109,9 @@ func writeRuntimeNodeFilesTar(w io.Writer, rt runtimes.Runtime, values nodeFileV
 		}
 		if strings.HasSuffix(name, ".tmpl") {
 			name = strings.TrimSuffix(name, ".tmpl")
-			tmpl, err := template.New(name).Option("missingkey=error").Parse(string(data))
-			if err != nil {
+			if data, err = render(name, data, values); err != nil {
 				return err
 			}
-			var out bytes.Buffer
-			if err := tmpl.Execute(&out, values); err != nil {
-				return err
-			}
-			data = out.Bytes()
 		}
 		mode := int64(0o644)
 		if strings.HasPrefix(name, "usr/local/bin/") {
@@ -176,4 +171,45 @@ func writeTarFile(tw *tar.Writer, f extraFile) error {
 	}
 	_, err = io.Copy(tw, src)
 	return err
+}
+
+// render fills a node file's template.
+func render(name string, data []byte, values nodeFileValues) ([]byte, error) {
+	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(data))
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	err = tmpl.Execute(&out, values)
+	return out.Bytes(), err
+}
+
+// NodeFile is one of the files faultline puts on a node of runtime (its
+// path on the node, without the leading /), as the node image has it:
+// the runtime's own file, else nodefs', rendered with pauseImage. Tests of
+// what is installed on nodes read the node images' configuration here.
+func NodeFile(rt runtimes.Runtime, nodePath, pauseImage string) ([]byte, error) {
+	candidates := []struct {
+		files embed.FS
+		path  string
+	}{{nodeFiles, path.Join("nodefs", nodePath)}}
+	if rt.NodeFilesDir != "" {
+		candidates = append([]struct {
+			files embed.FS
+			path  string
+		}{{runtimeFiles, path.Join("runtimes", rt.NodeFilesDir, nodePath)}}, candidates...)
+	}
+	for _, c := range candidates {
+		for _, p := range []string{c.path, c.path + ".tmpl"} {
+			data, err := c.files.ReadFile(p)
+			if err != nil {
+				continue
+			}
+			if strings.HasSuffix(p, ".tmpl") {
+				return render(nodePath, data, nodeFileValues{PauseImage: pauseImage})
+			}
+			return data, nil
+		}
+	}
+	return nil, fmt.Errorf("no node file %s for %s", nodePath, rt.Name)
 }

@@ -21,7 +21,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"text/template"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -31,6 +30,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/faultline-k8s/faultline/clusters/nodeimage"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/nodesetup"
 )
@@ -329,33 +329,18 @@ func dropHandler(tree map[string]any) bool {
 	return dropped
 }
 
-// renderTemplate renders a node image template as the node image builder
-// does (its one value is the pause image).
-func renderTemplate(t *testing.T, file string) string {
-	t.Helper()
-	raw, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl, err := template.New(file).Option("missingkey=error").Parse(string(raw))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	if err := tmpl.Execute(&out, map[string]string{"PauseImage": "registry.k8s.io/pause:3.10.2"}); err != nil {
-		t.Fatal(err)
-	}
-	return out.String()
-}
-
 // TestStripHandler needs no cluster: the node images' config files lose
 // the handler and nothing else.
 func TestStripHandler(t *testing.T) {
-	for _, file := range []string{
-		"../../clusters/nodeimage/nodefs/etc/containerd/config.toml.tmpl",
-		"../../clusters/nodeimage/runtimes/crio/etc/crio/crio.conf.d/10-faultline.conf.tmpl",
+	for runtime, file := range map[string]string{
+		"containerd": "etc/containerd/config.toml",
+		"crio":       "etc/crio/crio.conf.d/10-faultline.conf",
 	} {
-		text := renderTemplate(t, file)
+		data, err := nodeimage.NodeFile(runtimes.MustLookup(runtime), file, "registry.k8s.io/pause:3.10.2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(data)
 		stripped, err := stripHandler(text)
 		if err != nil {
 			t.Errorf("%s: %v", file, err)
