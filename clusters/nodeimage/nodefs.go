@@ -1,10 +1,10 @@
 package nodeimage
 
 import (
-	"fmt"
 	"archive/tar"
 	"bytes"
 	"embed"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
