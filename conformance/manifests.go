@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
@@ -45,10 +46,8 @@ func Manifest(name, registry, pullPolicy string) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("no manifest %q (have %s)", name, strings.Join(ManifestNames(), ", "))
 	}
-	switch pullPolicy {
-	case "Always", "IfNotPresent", "Never":
-	default:
-		return nil, fmt.Errorf("pull policy %q: want Always, IfNotPresent or Never", pullPolicy)
+	if err := fixtures.CheckPullPolicy(pullPolicy); err != nil {
+		return nil, err
 	}
 	t, err := template.New(file).Option("missingkey=error").ParseFS(manifestFiles, file)
 	if err != nil {

@@ -145,7 +145,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, "--kubernetes-src stands in for one release: give one --kubernetes-version with it")
 		}
 	}
-	if o.NRIVersion != "" && !regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`).MatchString(o.NRIVersion) {
+	if o.NRIVersion != "" && !versions.IsRelease(o.NRIVersion) {
 		errs = append(errs, fmt.Sprintf("--nri-version %q: want a release like v0.12.5", o.NRIVersion))
 	}
 	if o.NodeImage != "" && o.NRIVersion != "" {

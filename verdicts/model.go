@@ -6,8 +6,9 @@
 package verdicts
 
 import (
-	"strings"
 	"time"
+
+	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
 // State is what a requirement's specs showed on a stack.
@@ -151,10 +152,9 @@ func (v Verdict) Counts() map[State]int {
 // StackKey names a stack: "<runtime>-<major.minor>" ("containerd-1.36");
 // the runtime alone when the Kubernetes version is unknown.
 func StackKey(runtime, kubernetesVersion string) string {
-	v := strings.TrimPrefix(kubernetesVersion, "v")
-	parts := strings.SplitN(v, ".", 3)
-	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+	minor := versions.Minor(kubernetesVersion)
+	if minor == "" {
 		return runtime
 	}
-	return runtime + "-" + parts[0] + "." + parts[1]
+	return runtime + "-" + minor
 }

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"time"
 
@@ -38,8 +37,6 @@ type Builder struct {
 	goVersion string
 }
 
-var semverTag = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
-
 // NewBuilder checks the options and finds the Go toolchain.
 func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if opts.Log == nil {
@@ -56,7 +53,7 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if _, err := RuntimeComponents(opts.Runtime, opts.Pins, opts.Sources); err != nil {
 		return nil, err
 	}
-	if v := opts.Sources.NRI; v != "" && !semverTag.MatchString(v) {
+	if v := opts.Sources.NRI; v != "" && !versions.IsRelease(v) {
 		return nil, fmt.Errorf("--nri-version %q: want a release like v0.12.5", v)
 	}
 	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {

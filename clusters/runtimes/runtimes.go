@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/faultline-k8s/faultline/clusters/versions"
 )
 
 // Runtime describes one container runtime.
@@ -260,21 +262,9 @@ func (r Runtime) Skew(runtimeVersion, kubeletVersion string) string {
 	if !r.ReleasesFollowKubernetes {
 		return ""
 	}
-	rm, km := minorOf(runtimeVersion), minorOf(kubeletVersion)
+	rm, km := versions.Minor(runtimeVersion), versions.Minor(kubeletVersion)
 	if rm == "" || km == "" || rm == km {
 		return ""
 	}
 	return fmt.Sprintf("version skew: %s %s with Kubernetes %s", r.Name, rm, km)
-}
-
-// minorOf is "1.36" of "v1.36.3", "1.36.2" or "cri-o://1.36.2".
-func minorOf(v string) string {
-	if _, after, ok := strings.Cut(v, "://"); ok {
-		v = after
-	}
-	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
-	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
-		return ""
-	}
-	return parts[0] + "." + parts[1]
 }

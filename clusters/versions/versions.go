@@ -148,6 +148,24 @@ func (p Pins) check() error {
 	return nil
 }
 
+// IsRelease says whether v is a release version like v1.2.3 (a
+// pre-release suffix allowed): what every *_VERSION pin, an NRI override
+// and a faultline release tag must look like.
+func IsRelease(v string) bool { return semver.MatchString(v) }
+
+// Minor is the major.minor of a version: "1.36" of "v1.36.3", "1.36.2"
+// or "cri-o://1.36.2"; "" when it has none.
+func Minor(v string) string {
+	if _, after, ok := strings.Cut(v, "://"); ok {
+		v = after
+	}
+	parts := strings.SplitN(strings.TrimPrefix(v, "v"), ".", 3)
+	if len(parts) < 2 || parts[0] == "" || parts[1] == "" {
+		return ""
+	}
+	return parts[0] + "." + parts[1]
+}
+
 // Kubernetes is the pinned Kubernetes release, e.g. v1.36.3.
 func (p Pins) Kubernetes() string { return p["KUBERNETES_VERSION"] }
 

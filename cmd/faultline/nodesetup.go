@@ -57,10 +57,8 @@ flags:
 				if *image == "" {
 					*image = imageref.Fakes(*registry)
 				}
-				switch corev1.PullPolicy(*pullPolicy) {
-				case corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
-				default:
-					return usageError{fmt.Errorf("--pull-policy %q: want Always, IfNotPresent or Never", *pullPolicy)}
+				if err := fixtures.CheckPullPolicy(*pullPolicy); err != nil {
+					return usageError{fmt.Errorf("--pull-policy: %w", err)}
 				}
 				if *timeout <= 0 {
 					return usageError{fmt.Errorf("--timeout must be positive, got %s", *timeout)}

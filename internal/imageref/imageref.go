@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/version"
 )
 
@@ -27,9 +28,7 @@ func Tag() string { return tagOf(version.String()) }
 
 // IsRelease says whether this build is a release (its tag a version like
 // v0.1.0), whose images are pushed once; a devel tag is overwritten.
-func IsRelease() bool { return release.MatchString(Tag()) }
-
-var release = regexp.MustCompile(`^v\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
+func IsRelease() bool { return versions.IsRelease(Tag()) }
 
 var notInTag = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
 

@@ -22,7 +22,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
-	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -72,17 +71,10 @@ type NodeResult struct {
 	Err error
 }
 
-// objectApplier creates and deletes rendered objects (fixtures.Applier).
-type objectApplier interface {
-	Create(ctx context.Context, objects []*unstructured.Unstructured) error
-	Delete(ctx context.Context, objects []*unstructured.Unstructured) error
-	Deleted(objects []*unstructured.Unstructured) apimachinerywait.ConditionWithContextFunc
-}
-
 // Cluster runs node-setup on one cluster.
 type Cluster struct {
 	cs      kubernetes.Interface
-	applier objectApplier
+	applier fixtures.ObjectApplier
 	// logs reads a pod's container log (previous: the last terminated
 	// container's).
 	logs func(ctx context.Context, pod *corev1.Pod, previous bool) ([]byte, error)

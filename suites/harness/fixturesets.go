@@ -25,7 +25,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 	"sigs.k8s.io/e2e-framework/klient/wait"
@@ -68,19 +67,10 @@ const DefaultFixtureTimeout = 3 * time.Minute
 // after their deletion.
 const removalTimeout = 2 * time.Minute
 
-// objectApplier creates and deletes rendered objects, and tells when they
-// are gone (fixtures.Applier: sigs.k8s.io/e2e-framework's decoder handlers
-// and wait conditions).
-type objectApplier interface {
-	Create(ctx context.Context, objects []*unstructured.Unstructured) error
-	Delete(ctx context.Context, objects []*unstructured.Unstructured) error
-	Deleted(objects []*unstructured.Unstructured) apimachinerywait.ConditionWithContextFunc
-}
-
 // setEnv is what the registry needs of the cluster.
 type setEnv struct {
 	cs      clientset.Interface
-	applier objectApplier
+	applier fixtures.ObjectApplier
 	render  func(set FixtureSet, extra map[string]string) ([]*unstructured.Unstructured, error)
 }
 
