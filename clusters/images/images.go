@@ -11,10 +11,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -25,6 +25,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/faultline-k8s/faultline/internal/proc"
 )
 
 // Source is faultline's repository, as the images' source label names it.
@@ -196,10 +198,14 @@ func GoBuild(ctx context.Context, repoRoot, pkg, arch, out string, test bool, ld
 	if ldflags != "" {
 		args = append(args, "-ldflags", ldflags)
 	}
-	cmd := exec.CommandContext(ctx, "go", append(args, pkg)...)
+	// In a process group of its own: an interrupt stops the compilers go
+	// started too, not go alone.
+	cmd := proc.Command(ctx, syscall.SIGTERM, 5*time.Second, "go", append(args, pkg)...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+arch)
-	if b, err := cmd.CombinedOutput(); err != nil {
+	b, err := cmd.CombinedOutput()
+	proc.KillGroup(cmd)
+	if err != nil {
 		return fmt.Errorf("go %s %s (%s): %w\n%s", strings.Join(args, " "), pkg, arch, err, b)
 	}
 	return nil
