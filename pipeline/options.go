@@ -72,6 +72,11 @@ type Options struct {
 	// NRIVersion builds the runtimes with this containerd/nri release
 	// instead of their own (nodeimage.Sources.NRI).
 	NRIVersion string
+	// KubernetesPatches are applied to the pinned Kubernetes release before
+	// it is built (nodeimage.Sources.KubernetesPatches).
+	KubernetesPatches []string
+	// FeatureGates are set on every Kubernetes component of new clusters.
+	FeatureGates map[string]bool
 	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
 	KubernetesSrc, ContainerdSrc string
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
@@ -151,6 +156,21 @@ func (o *Options) Validate() error {
 	if o.NodeImage != "" && o.NRIVersion != "" {
 		errs = append(errs, "--nri-version builds a node image; it does not go with --node-image")
 	}
+	if len(o.KubernetesPatches) > 0 {
+		if o.NodeImage != "" {
+			errs = append(errs, "--kubernetes-patch builds a node image; it does not go with --node-image")
+		}
+		if o.KubernetesSrc != "" {
+			errs = append(errs, "--kubernetes-patch applies to the pinned release; with --kubernetes-src, apply it to the checkout")
+		}
+		for i, p := range o.KubernetesPatches {
+			if _, err := os.Stat(p); err != nil {
+				errs = append(errs, fmt.Sprintf("--kubernetes-patch: %v", err))
+			} else if abs, err := filepath.Abs(p); err == nil {
+				o.KubernetesPatches[i] = abs
+			}
+		}
+	}
 	labels := map[string]bool{}
 	for _, st := range o.Stacks() {
 		if labels[st.Label] {
@@ -180,6 +200,9 @@ func (o *Options) Validate() error {
 		}
 		if len(o.Runtimes) > 1 {
 			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
+		}
+		if len(o.KubernetesPatches) > 0 || len(o.FeatureGates) > 0 {
+			errs = append(errs, "--kubernetes-patch and --feature-gates build a cluster; they do not go with --kubeconfig")
 		}
 		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc, "--nri-version": o.NRIVersion} {
 			if v != "" {
@@ -287,6 +310,8 @@ type Stack struct {
 	Runtime runtimes.Runtime
 	// Kubernetes is the pinned release its node image is built from.
 	Kubernetes string
+	// Variant is what the run changes on the pinned releases (Options.Variant).
+	Variant string
 	// Label names it in the stage table, the artifacts (<artifacts>/<Label>)
 	// and cluster names: the runtime, and the Kubernetes minor when the run
 	// has several releases ("containerd-1.37").
@@ -302,9 +327,9 @@ func (o *Options) Stacks() []Stack {
 	var out []Stack
 	for _, kube := range kubes {
 		for _, rt := range o.Runtimes {
-			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name}
+			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name, Variant: o.Variant()}
 			if len(kubes) > 1 {
-				st.Label = verdicts.StackKey(rt.Name, kube)
+				st.Label = verdicts.StackKey(rt.Name, kube, "")
 			}
 			out = append(out, st)
 		}
@@ -318,4 +343,46 @@ func (o *Options) clusterName(st Stack) string {
 		return o.ClusterName
 	}
 	return o.ClusterName + "-" + strings.ReplaceAll(st.Label, ".", "-")
+}
+
+// Variant names what the run changes on the pinned releases, for the stack
+// keys (verdicts.StackKey) and so the expectations: "nri-v0.12.5" for
+// --nri-version, the patch series' name for --kubernetes-patch, and
+// "feature-gates" for gates without patches; "" when it changes nothing.
+func (o *Options) Variant() string {
+	var parts []string
+	if o.NRIVersion != "" {
+		parts = append(parts, "nri-"+o.NRIVersion)
+	}
+	if name := PatchSeriesName(o.KubernetesPatches); name != "" {
+		parts = append(parts, name)
+	} else if len(o.FeatureGates) > 0 {
+		parts = append(parts, "feature-gates")
+	}
+	return strings.Join(parts, "+")
+}
+
+// numberedPatch is a file of a numbered series (git format-patch names them
+// 0001-subject.patch).
+var numberedPatch = regexp.MustCompile(`^[0-9]{4}-`)
+
+// PatchSeriesName names a patch series: the directory of a numbered series
+// (clusters/patches/kep-5322/0001-....patch is "kep-5322"), the file's
+// name without its extension otherwise; several names join with "+".
+func PatchSeriesName(patches []string) string {
+	var names []string
+	seen := map[string]bool{}
+	for _, p := range patches {
+		name := strings.TrimSuffix(filepath.Base(p), filepath.Ext(p))
+		if numberedPatch.MatchString(filepath.Base(p)) {
+			if abs, err := filepath.Abs(p); err == nil {
+				name = filepath.Base(filepath.Dir(abs))
+			}
+		}
+		if !seen[name] {
+			seen[name] = true
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, "+")
 }

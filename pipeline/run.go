@@ -149,7 +149,7 @@ func (r *run) do(ctx context.Context) error {
 	_ = os.WriteFile(filepath.Join(o.Artifacts, "fakes-image.txt"), []byte(fakesImage+"\n"), 0o644)
 	fakesID := r.b.ImageID(ctx, fakesImage)
 	for i, st := range stacks {
-		r.stacks[i] = verdicts.ManifestStack{Runtime: st.Runtime.Name, Kubernetes: st.Kubernetes, NodeImage: nodeImages[st.Label], FakesImageID: fakesID}
+		r.stacks[i] = verdicts.ManifestStack{Runtime: st.Runtime.Name, Kubernetes: st.Kubernetes, Variant: st.Variant, NodeImage: nodeImages[st.Label], FakesImageID: fakesID}
 		if o.NodeImage == "" {
 			r.stacks[i].NRIVersion = r.b.RuntimeNRIVersion(ctx, st)
 		}
@@ -202,6 +202,7 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	settings := kindcluster.Settings{
 		Name: name, Runtime: rt.Name, NodeImage: nodeImage,
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
+		FeatureGates: o.FeatureGates, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
 		CgroupV1: kindcluster.HostIsCgroupV1(),
 	}
 	err = r.stages.Run(label, "create cluster", func() error {

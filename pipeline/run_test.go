@@ -171,13 +171,13 @@ func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
 	// The stack's label is its runtime, or <runtime>-<minor> in a run of
 	// several Kubernetes releases.
 	runtime, minor, several := strings.Cut(label, "-")
-	kube := "v1.36.3"
+	kube := versions.Default().Kubernetes()
 	if several {
 		kube = "v" + minor + ".0"
 	}
 	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
 		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(verdicts.StackInfo{
-			Key: verdicts.StackKey(runtime, kube), Runtime: runtime, KubernetesVersion: kube})}}}
+			Key: verdicts.StackKey(runtime, kube, ""), Runtime: runtime, KubernetesVersion: kube})}}}
 	rep := types.Report{SuiteDescription: "faultline", SpecReports: append(types.SpecReports{setup}, specs...)}
 	data, err := json.Marshal([]types.Report{rep})
 	if err != nil {
@@ -289,7 +289,7 @@ func TestSuiteFailureExportsLogsBeforeDeleting(t *testing.T) {
 // explain leaves the run green; one they do not, or an expected failure
 // that passes, makes it fail; the report files are written either way.
 func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
-	expected := "DRA-EVERY-FAILING-CLAIM-NAMED" // expected to fail on containerd-1.36
+	expected := "DRA-EVERY-FAILING-CLAIM-NAMED" // expected to fail on containerd (1.36, and 1.37 which extends it)
 	for name, tc := range map[string]struct {
 		state       verdicts.State
 		requirement string
@@ -348,7 +348,7 @@ func TestRepeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := rep.Verdict("DRA-TRANSIENT-RETRIED", "containerd-1.36")
+	v := rep.Verdict("DRA-TRANSIENT-RETRIED", verdicts.StackKey("containerd", versions.Default().Kubernetes(), ""))
 	if v == nil || !v.Varies || fmt.Sprint(v.Runs) != "[pass fail pass]" {
 		t.Fatalf("verdict %+v, want varying pass, fail, pass", v)
 	}
@@ -520,7 +520,7 @@ func TestEveryRuntimeOnEveryKubernetes(t *testing.T) {
 	var keys []string
 	for _, v := range o.KubernetesVersions {
 		for _, rt := range []string{"containerd", "crio"} {
-			key := verdicts.StackKey(rt, v)
+			key := verdicts.StackKey(rt, v, "")
 			keys = append(keys, key)
 			for _, want := range []string{"node image " + key, "create faultline-" + strings.ReplaceAll(key, ".", "-"), "suites " + key} {
 				if !strings.Contains(calls, want) {
@@ -633,6 +633,19 @@ func TestValidate(t *testing.T) {
 			o.Runtimes, _ = runtimes.Parse("crio")
 			o.ContainerdSrc = t.TempDir()
 		}, "--containerd-src is for"},
+		"missing patch": {func(o *Options) { o.KubernetesPatches = []string{"/nonexistent.patch"} }, "--kubernetes-patch"},
+		"patch with a checkout": {func(o *Options) {
+			o.KubernetesPatches = []string{os.DevNull}
+			o.KubernetesSrc = t.TempDir()
+		}, "with --kubernetes-src, apply it"},
+		"patch on a cluster": {func(o *Options) {
+			o.KubernetesPatches = []string{os.DevNull}
+			o.Kubeconfig = os.DevNull
+		}, "do not go with --kubeconfig"},
+		"gates on a cluster": {func(o *Options) {
+			o.FeatureGates = map[string]bool{"A": true}
+			o.Kubeconfig = os.DevNull
+		}, "do not go with --kubeconfig"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := testOptions(t)
@@ -642,6 +655,29 @@ func TestValidate(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestVariant: what a run changes on the pinned releases names its stacks.
+func TestVariant(t *testing.T) {
+	for _, tc := range []struct {
+		o    Options
+		want string
+	}{
+		{Options{}, ""},
+		{Options{NRIVersion: "v0.12.5"}, "nri-v0.12.5"},
+		{Options{KubernetesPatches: []string{"clusters/patches/kep-5322/0001-kubelet-dra-permanent-failures.patch"}, FeatureGates: map[string]bool{"X": true}}, "kep-5322"},
+		{Options{KubernetesPatches: []string{"/tmp/fix-dra.patch", "/tmp/more/0002-b.patch", "/tmp/more/0003-c.patch"}}, "fix-dra+more"},
+		{Options{FeatureGates: map[string]bool{"X": true}}, "feature-gates"},
+		{Options{NRIVersion: "v0.12.5", KubernetesPatches: []string{"a/kep/0001-x.patch"}}, "nri-v0.12.5+kep"},
+	} {
+		if got := tc.o.Variant(); got != tc.want {
+			t.Errorf("Variant of %+v = %q, want %q", tc.o, got, tc.want)
+		}
+	}
+	o := Options{Runtimes: []runtimes.Runtime{runtimes.MustLookup("containerd")}, NRIVersion: "v0.12.5"}
+	if st := o.Stacks(); len(st) != 1 || st[0].Variant != "nri-v0.12.5" || st[0].Label != "containerd" {
+		t.Errorf("Stacks = %+v", st)
 	}
 }
 
@@ -702,10 +738,10 @@ func TestRuntimeThatCouldNotRun(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != "crio-1.36" || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
+	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != verdicts.StackKey("crio", versions.Default().Kubernetes(), "") || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
 		t.Errorf("setup failures %+v", rep.SetupFailures)
 	}
-	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", "containerd-1.36"); v == nil || v.State != verdicts.Pass {
+	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", verdicts.StackKey("containerd", versions.Default().Kubernetes(), "")); v == nil || v.State != verdicts.Pass {
 		t.Errorf("containerd's verdict %+v", v)
 	}
 	if html, _ := os.ReadFile(filepath.Join(o.Artifacts, "report.html")); strings.Contains(string(html), "an older run's") {

@@ -45,6 +45,8 @@ type ManifestStack struct {
 	NodeImage    string `json:"nodeImage,omitempty"`
 	FakesImageID string `json:"fakesImageID,omitempty"`
 	NRIVersion   string `json:"nriVersion,omitempty"`
+	// Variant is the stack's variant (StackKey).
+	Variant string `json:"variant,omitempty"`
 }
 
 // WriteManifest writes dir/run.json.
@@ -98,7 +100,7 @@ func ReadArtifacts(dir string) (Manifest, []Run, error) {
 		}
 		if len(runs) == first {
 			// Nothing ran: the stack is known by what the run built.
-			runs = append(runs, Run{Stack: StackInfo{Key: StackKey(s.Runtime, s.Kubernetes), Runtime: s.Runtime, KubernetesVersion: s.Kubernetes, NodeImage: s.NodeImage}})
+			runs = append(runs, Run{Stack: StackInfo{Key: StackKey(s.Runtime, s.Kubernetes, s.Variant), Runtime: s.Runtime, KubernetesVersion: s.Kubernetes, NodeImage: s.NodeImage, Variant: s.Variant}})
 		}
 		last := &runs[len(runs)-1]
 		for _, e := range s.Errors {

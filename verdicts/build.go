@@ -111,7 +111,7 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 
 	rows := map[string]bool{}
 	for _, stack := range rep.Stacks {
-		x := expectations[stack.Key]
+		x := expectations.For(stack.Key)
 		if x != nil {
 			rep.Expectations[stack.Key] = x.File
 		}

@@ -176,15 +176,38 @@ func TestParseExpectationsRefusesBadFiles(t *testing.T) {
 }
 
 func TestStackKey(t *testing.T) {
-	for in, want := range map[[2]string]string{
-		{"containerd", "v1.36.3"}:       "containerd-1.36",
-		{"crio", "1.37.2"}:              "crio-1.37",
-		{"crio", ""}:                    "crio",
-		{"crio", "v1.37.0-alpha.1+abc"}: "crio-1.37",
+	for in, want := range map[[3]string]string{
+		{"containerd", "v1.36.3", ""}:         "containerd-1.36",
+		{"crio", "1.37.2", ""}:                "crio-1.37",
+		{"crio", "", ""}:                      "crio",
+		{"crio", "v1.37.0-alpha.1+abc", ""}:   "crio-1.37",
+		{"containerd", "v1.37.2", "kep-5322"}: "containerd-1.37+kep-5322",
 	} {
-		if got := StackKey(in[0], in[1]); got != want {
-			t.Errorf("StackKey(%q, %q) = %q, want %q", in[0], in[1], got, want)
+		got := StackKey(in[0], in[1], in[2])
+		if got != want {
+			t.Errorf("StackKey(%q, %q, %q) = %q, want %q", in[0], in[1], in[2], got, want)
 		}
+		if base := BaseKey(got); base != StackKey(in[0], in[1], "") {
+			t.Errorf("BaseKey(%q) = %q", got, base)
+		}
+	}
+}
+
+// TestVariantFallsBackToItsBaseExpectations: a variant stack without a file
+// of its own is judged by its base stack's; with one, by its own.
+func TestVariantFallsBackToItsBaseExpectations(t *testing.T) {
+	base := &Expectations{Stack: "containerd-1.37"}
+	own := &Expectations{Stack: "containerd-1.37+kep-5322"}
+	set := ExpectationSet{"containerd-1.37": base}
+	if got := set.For("containerd-1.37+nri-v0.12.5"); got != base {
+		t.Errorf("a variant without expectations got %v, want its base's", got)
+	}
+	set["containerd-1.37+kep-5322"] = own
+	if got := set.For("containerd-1.37+kep-5322"); got != own {
+		t.Errorf("a variant with expectations got %v, want its own", got)
+	}
+	if got := set.For("crio-1.37"); got != nil {
+		t.Errorf("an unknown stack got %v", got)
 	}
 }
 

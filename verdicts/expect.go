@@ -157,6 +157,15 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 // ExpectationSet is the expectations of every stack a run knows of.
 type ExpectationSet map[string]*Expectations
 
+// For returns a stack's expectations: its own, else (a variant without a
+// file of its own) its base stack's; nil when there are none.
+func (s ExpectationSet) For(key string) *Expectations {
+	if x, ok := s[key]; ok {
+		return x
+	}
+	return s[BaseKey(key)]
+}
+
 // LoadExpectations reads the named files of fsys, or every *.yaml in it
 // (one stack each; a stack in two files is an error).
 func LoadExpectations(fsys fs.FS, files ...string) (ExpectationSet, error) {

@@ -6,6 +6,7 @@
 package verdicts
 
 import (
+	"strings"
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/versions"
@@ -63,6 +64,9 @@ type StackInfo struct {
 	Skew string `json:"skew,omitempty"`
 	// NRIVersion is the NRI the runtime vendors, when known.
 	NRIVersion string `json:"nriVersion,omitempty"`
+	// Variant says what the node image changed on the pinned releases
+	// (another NRI, Kubernetes patches, feature gates); "" for none.
+	Variant    string `json:"variant,omitempty"`
 	NodeImage  string `json:"nodeImage,omitempty"`
 	FakesImage string `json:"fakesImage,omitempty"`
 	// FakesImageID is the fakes image's ID as the run built or found it.
@@ -97,6 +101,9 @@ func (s StackInfo) Column() string {
 	}
 	if s.Skew != "" {
 		col += " (" + s.Skew + ")"
+	}
+	if s.Variant != "" {
+		col += " +" + s.Variant
 	}
 	return col
 }
@@ -150,11 +157,23 @@ func (v Verdict) Counts() map[State]int {
 }
 
 // StackKey names a stack: "<runtime>-<major.minor>" ("containerd-1.36");
-// the runtime alone when the Kubernetes version is unknown.
-func StackKey(runtime, kubernetesVersion string) string {
-	minor := versions.Minor(kubernetesVersion)
-	if minor == "" {
-		return runtime
+// the runtime alone when the Kubernetes version is unknown. A variant (what
+// the stack's node image changed on the pinned releases: "nri-v0.12.5",
+// "kep-5322") follows a "+": "containerd-1.37+kep-5322".
+func StackKey(runtime, kubernetesVersion, variant string) string {
+	key := runtime
+	if minor := versions.Minor(kubernetesVersion); minor != "" {
+		key += "-" + minor
 	}
-	return runtime + "-" + minor
+	if variant != "" {
+		key += "+" + variant
+	}
+	return key
+}
+
+// BaseKey is a stack key without its variant: the stack whose
+// expectations hold for a variant that has none of its own.
+func BaseKey(key string) string {
+	base, _, _ := strings.Cut(key, "+")
+	return base
 }

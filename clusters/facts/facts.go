@@ -10,7 +10,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -62,6 +65,15 @@ type Facts struct {
 	RuntimeRequestTimeout  Duration `json:"runtimeRequestTimeout,omitempty"`
 	NRIRequestTimeout      Duration `json:"nriRequestTimeout,omitempty"`
 	NRIRegistrationTimeout Duration `json:"nriRegistrationTimeout,omitempty"`
+	// NRIVersion is the containerd/nri release the runtime was built with
+	// ("v0.12.5"), when the node image's builder knows it.
+	NRIVersion string `json:"nriVersion,omitempty"`
+	// FeatureGates are the Kubernetes feature gates the run set on every
+	// component (kind's featureGates), beyond the runtime's kind config.
+	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// Variant names what the cluster's node image changed on the pinned
+	// releases (verdicts.StackKey): "nri-v0.12.5", "kep-5322"; "" for none.
+	Variant string `json:"variant,omitempty"`
 	// CreatedBy names the faultline that made the cluster; empty when the
 	// facts were read off a cluster faultline did not make.
 	CreatedBy string `json:"createdBy,omitempty"`
@@ -94,6 +106,7 @@ type Settings struct {
 	RuntimeRequestTimeout  time.Duration
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	FeatureGates           map[string]bool
 }
 
 // WithDefaults fills unset settings with the defaults above.
@@ -134,6 +147,9 @@ func (f Facts) Mismatch(want Settings) []string {
 	check("runtime-request-timeout", f.RuntimeRequestTimeout, want.RuntimeRequestTimeout)
 	check("nri-request-timeout", f.NRIRequestTimeout, want.NRIRequestTimeout)
 	check("nri-registration-timeout", f.NRIRegistrationTimeout, want.NRIRegistrationTimeout)
+	if len(want.FeatureGates) > 0 && !maps.Equal(want.FeatureGates, f.FeatureGates) {
+		out = append(out, fmt.Sprintf("feature gates: the cluster has %s, the run asks for %s", FormatGates(f.FeatureGates), FormatGates(want.FeatureGates)))
+	}
 	return out
 }
 
@@ -253,4 +269,44 @@ func kubeletRuntimeRequestTimeout(ctx context.Context, cs kubernetes.Interface, 
 		return 0, err
 	}
 	return time.ParseDuration(cfg.RuntimeRequestTimeout)
+}
+
+// ParseGates reads feature gates written as Kubernetes flags do
+// ("A=true,B=false"); several values are merged, a later one wins.
+func ParseGates(values ...string) (map[string]bool, error) {
+	gates := map[string]bool{}
+	for _, v := range values {
+		for _, kv := range strings.Split(v, ",") {
+			kv = strings.TrimSpace(kv)
+			if kv == "" {
+				continue
+			}
+			name, val, ok := strings.Cut(kv, "=")
+			name = strings.TrimSpace(name)
+			if !ok || name == "" {
+				return nil, fmt.Errorf("feature gate %q: want Name=true or Name=false", kv)
+			}
+			b, err := strconv.ParseBool(strings.TrimSpace(val))
+			if err != nil {
+				return nil, fmt.Errorf("feature gate %q: want Name=true or Name=false", kv)
+			}
+			gates[name] = b
+		}
+	}
+	if len(gates) == 0 {
+		return nil, nil
+	}
+	return gates, nil
+}
+
+// FormatGates writes gates as Kubernetes flags do, sorted ("none" when empty).
+func FormatGates(gates map[string]bool) string {
+	if len(gates) == 0 {
+		return "none"
+	}
+	parts := make([]string, 0, len(gates))
+	for _, name := range slices.Sorted(maps.Keys(gates)) {
+		parts = append(parts, fmt.Sprintf("%s=%t", name, gates[name]))
+	}
+	return strings.Join(parts, ",")
 }

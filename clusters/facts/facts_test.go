@@ -3,6 +3,7 @@ package facts
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ var full = Facts{
 	Cluster: "faultline-crio", Runtime: "crio", RuntimeVersion: "1.36.2", KubernetesVersion: "v1.36.3",
 	NodeImage: "faultline/node-crio:v1.36.3-abc", RuntimeRequestTimeout: Duration(30 * time.Second),
 	NRIRequestTimeout: Duration(2 * time.Second), NRIRegistrationTimeout: Duration(5 * time.Second),
+	NRIVersion: "v0.12.5", FeatureGates: map[string]bool{"DRAHandlePermanentDriverFailures": true}, Variant: "kep-5322",
 	CreatedBy: CreatedByFaultline,
 }
 
@@ -29,7 +31,7 @@ func TestWriteReadRoundtrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, found, err := Read(ctx, cs)
-	if err != nil || !found || got != full {
+	if err != nil || !found || !reflect.DeepEqual(got, full) {
 		t.Fatalf("Read = %+v, %v, %v; want %+v", got, found, err, full)
 	}
 	// Writing again replaces them.
@@ -38,7 +40,7 @@ func TestWriteReadRoundtrip(t *testing.T) {
 	if err := Write(ctx, cs, changed); err != nil {
 		t.Fatal(err)
 	}
-	if got, _, _ := Read(ctx, cs); got != changed {
+	if got, _, _ := Read(ctx, cs); !reflect.DeepEqual(got, changed) {
 		t.Fatalf("after a second Write: %+v", got)
 	}
 	cm, err := cs.CoreV1().ConfigMaps(Namespace).Get(ctx, Name, metav1.GetOptions{})
@@ -79,7 +81,7 @@ func TestWithDefaults(t *testing.T) {
 	got := Settings{NRIRequestTimeout: time.Second}.WithDefaults()
 	want := Settings{Runtime: "containerd", RuntimeRequestTimeout: DefaultRuntimeRequestTimeout,
 		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: DefaultNRIRegistrationTimeout}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("WithDefaults = %+v, want %+v", got, want)
 	}
 }
@@ -124,7 +126,7 @@ func TestFromNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Facts{Runtime: "crio", RuntimeVersion: "1.36.2", KubernetesVersion: "v1.36.3"}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("FromNodes = %+v, want %+v", got, want)
 	}
 
@@ -138,5 +140,33 @@ func TestFromNodes(t *testing.T) {
 	unknown := fake.NewClientset(node("a", "rkt://1.0", "v1.36.3"))
 	if _, err := FromNodes(ctx, unknown); err == nil || !strings.Contains(err.Error(), "node a") || !strings.Contains(err.Error(), `unknown runtime "rkt"`) {
 		t.Errorf("unknown runtime: %v", err)
+	}
+}
+
+func TestFeatureGates(t *testing.T) {
+	got, err := ParseGates("B=false, A=true", "B=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := map[string]bool{"A": true, "B": true}; !reflect.DeepEqual(got, want) {
+		t.Errorf("ParseGates = %v, want %v", got, want)
+	}
+	if s := FormatGates(got); s != "A=true,B=true" {
+		t.Errorf("FormatGates = %q", s)
+	}
+	if g, err := ParseGates("", " "); err != nil || g != nil {
+		t.Errorf("ParseGates of nothing = %v, %v", g, err)
+	}
+	for _, bad := range []string{"A", "=true", "A=yes please", "A=1=2"} {
+		if _, err := ParseGates(bad); err == nil {
+			t.Errorf("ParseGates(%q) accepted it", bad)
+		}
+	}
+	f := Facts{FeatureGates: map[string]bool{"A": true}}
+	if m := f.Mismatch(Settings{FeatureGates: map[string]bool{"A": false}}); len(m) != 1 {
+		t.Errorf("other gates: mismatch %v", m)
+	}
+	if m := f.Mismatch(Settings{FeatureGates: map[string]bool{"A": true}}); len(m) != 0 {
+		t.Errorf("same gates: mismatch %v", m)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"embed"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path"
@@ -54,6 +55,17 @@ type Settings struct {
 	// facts.DefaultNRIRequestTimeout and facts.DefaultNRIRegistrationTimeout.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	// FeatureGates are set on every Kubernetes component (kind's
+	// featureGates), over the runtime's kind config: a vendor's gates, or a
+	// patched release's own (--kubernetes-patch).
+	FeatureGates map[string]bool
+	// NRIVersion is the containerd/nri release the node image's runtime was
+	// built with, when known: recorded in the facts, for the specs that
+	// depend on it.
+	NRIVersion string
+	// Variant names what the node image changed on the pinned releases
+	// (clusters/facts Facts.Variant).
+	Variant string
 	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
 	CgroupV1 bool
 	// Retain keeps the nodes of a failed create, to look inside them.
@@ -91,6 +103,7 @@ func (s Settings) FactSettings() facts.Settings {
 	f := facts.Settings{
 		Runtime: s.Runtime, NodeImage: s.NodeImage, RuntimeRequestTimeout: s.RuntimeRequestTimeout,
 		NRIRequestTimeout: s.NRIRequestTimeout, NRIRegistrationTimeout: s.NRIRegistrationTimeout,
+		FeatureGates: s.FeatureGates,
 	}.WithDefaults()
 	if rt, err := runtimes.Lookup(f.Runtime); err == nil {
 		f.Runtime = rt.Name
@@ -114,6 +127,10 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
 		return nil, fmt.Errorf("checked-in kind config %s: %w", rt.KindConfig, err)
 	}
+	if len(s.FeatureGates) > 0 && cfg.FeatureGates == nil {
+		cfg.FeatureGates = map[string]bool{}
+	}
+	maps.Copy(cfg.FeatureGates, s.FeatureGates)
 	cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubeletPatch(s))
 	run, err := runConfig(s, rt)
 	if err != nil {
@@ -278,6 +295,9 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings, rt ru
 		RuntimeRequestTimeout:  facts.Duration(s.RuntimeRequestTimeout),
 		NRIRequestTimeout:      facts.Duration(s.NRIRequestTimeout),
 		NRIRegistrationTimeout: facts.Duration(s.NRIRegistrationTimeout),
+		NRIVersion:             s.NRIVersion,
+		Variant:                s.Variant,
+		FeatureGates:           s.FeatureGates,
 		CreatedBy:              facts.CreatedByFaultline,
 	}
 	return f, facts.Write(ctx, cs, f)

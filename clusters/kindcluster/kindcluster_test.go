@@ -3,6 +3,7 @@ package kindcluster
 import (
 	"context"
 	"io/fs"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -216,7 +217,7 @@ func TestFactSettings(t *testing.T) {
 	got := Settings{Runtime: "cri-o", NodeImage: "img", NRIRequestTimeout: time.Second}.FactSettings()
 	want := facts.Settings{Runtime: "crio", NodeImage: "img", RuntimeRequestTimeout: facts.DefaultRuntimeRequestTimeout,
 		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: facts.DefaultNRIRegistrationTimeout}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("FactSettings = %+v, want %+v", got, want)
 	}
 }
@@ -241,11 +242,11 @@ func TestRecordAndCheckFacts(t *testing.T) {
 		NodeImage: "faultline/node-crio:k", RuntimeRequestTimeout: facts.Duration(facts.DefaultRuntimeRequestTimeout),
 		NRIRequestTimeout: facts.Duration(facts.DefaultNRIRequestTimeout), NRIRegistrationTimeout: facts.Duration(facts.DefaultNRIRegistrationTimeout),
 		CreatedBy: "faultline"}
-	if recorded != want {
+	if !reflect.DeepEqual(recorded, want) {
 		t.Fatalf("recorded %+v\nwant %+v", recorded, want)
 	}
 	// The same settings, unresolved, match.
-	if f, err := checkFacts(ctx, cs, Settings{Name: "x", Runtime: "cri-o", NodeImage: "faultline/node-crio:k"}); err != nil || f != want {
+	if f, err := checkFacts(ctx, cs, Settings{Name: "x", Runtime: "cri-o", NodeImage: "faultline/node-crio:k"}); err != nil || !reflect.DeepEqual(f, want) {
 		t.Fatalf("checkFacts = %+v, %v", f, err)
 	}
 	_, err = checkFacts(ctx, cs, Settings{Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:other", RuntimeRequestTimeout: 10 * time.Second})

@@ -56,6 +56,14 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if v := opts.Sources.NRI; v != "" && !versions.IsRelease(v) {
 		return nil, fmt.Errorf("--nri-version %q: want a release like v0.12.5", v)
 	}
+	if len(opts.Sources.KubernetesPatches) > 0 {
+		if opts.Sources.Kubernetes != "" {
+			return nil, fmt.Errorf("--kubernetes-patch applies to the pinned release; with --kubernetes-src, apply it to the checkout")
+		}
+		if err := checkPatches(opts.Sources.KubernetesPatches); err != nil {
+			return nil, err
+		}
+	}
 	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {
 		if dir == "" {
 			continue
@@ -97,6 +105,13 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 				return Plan{}, err
 			}
 			sourceID = id
+		}
+		if len(c.Patches) > 0 {
+			id, err := patchesKey(c.Patches)
+			if err != nil {
+				return Plan{}, err
+			}
+			sourceID = "patches:" + id
 		}
 		key := componentKey(c, b.goVersion, sourceID)
 		keys["component/"+c.Name] = key
@@ -274,6 +289,13 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 // binaries into out only when all of them built, so a half build is never cached.
 func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string) error {
 	modDir := filepath.Join(b.CacheDir, "modules", c.Name)
+	if len(c.Patches) > 0 {
+		tree, err := b.patchedTree(ctx, c)
+		if err != nil {
+			return err
+		}
+		c.Source = tree
+	}
 	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source, Replaces: c.Replaces}
 	env := append([]string{"GOFLAGS=-mod=mod"}, c.Env...)
 	if c.StagingReplaces {
@@ -353,6 +375,9 @@ func (b *Builder) buildCPrograms(ctx context.Context, c GoComponent, modDir, out
 }
 
 func describeSource(c GoComponent) string {
+	if len(c.Patches) > 0 {
+		return c.Version + " with " + strings.Join(c.Patches, ", ") + " applied, from " + c.Source
+	}
 	if c.Source != "" {
 		return "from local tree " + c.Source
 	}

@@ -31,6 +31,9 @@ type GoComponent struct {
 	// environment of its go commands (both part of the key only when set).
 	Replaces []gomod.Replace
 	Env      []string
+	// Patches are applied to the pinned release before it is built
+	// (patched.go); their contents join the key.
+	Patches []string
 	// CPrograms are C programs in the module's tree built beside the Go binaries
 	// (CRI-O's pinns): binary name => directory of its .c files, relative to the module.
 	CPrograms map[string]string
@@ -57,6 +60,10 @@ type Sources struct {
 	// instead of the one its go.mod requires (a replace in its build, so
 	// newer or older); empty: its own.
 	NRI string
+	// KubernetesPatches are patch files (git diff format, relative to a
+	// kubernetes checkout, staging included) applied in order to the pinned
+	// release before it is built, as vendors carry patches.
+	KubernetesPatches []string
 }
 
 // NRIModule is the module Sources.NRI swaps.
@@ -174,6 +181,7 @@ func sharedComponents(pins versions.Pins, src Sources) []GoComponent {
 			Module:  "k8s.io/kubernetes",
 			Version: kube,
 			Source:  src.Kubernetes,
+			Patches: src.KubernetesPatches,
 			Packages: []string{
 				"k8s.io/kubernetes/cmd/kubelet", "k8s.io/kubernetes/cmd/kubeadm", "k8s.io/kubernetes/cmd/kubectl",
 				"k8s.io/kubernetes/cmd/kube-apiserver", "k8s.io/kubernetes/cmd/kube-controller-manager",

@@ -55,7 +55,7 @@ func TestColdCacheBuildsEverything(t *testing.T) {
 	if got := p.ToRun(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("ToRun = %v, want %v", got, want)
 	}
-	if !strings.HasPrefix(p.NodeImage(), "faultline/node-containerd:v1.36.3-") {
+	if !strings.HasPrefix(p.NodeImage(), "faultline/node-containerd:"+versions.Default().Kubernetes()+"-") {
 		t.Fatalf("node image = %s", p.NodeImage())
 	}
 }
@@ -109,6 +109,44 @@ func TestNRIVersionRebuildsOnlyTheRuntime(t *testing.T) {
 	}
 	if _, err := NewBuilder(context.Background(), Options{Runtime: "containerd", Pins: versions.Default(), CacheDir: t.TempDir(), Sources: Sources{NRI: "latest"}}); err == nil {
 		t.Error("--nri-version latest must be refused")
+	}
+}
+
+// TestKubernetesPatchesAreKeyedByContent: a patch series rebuilds
+// Kubernetes and the node, keyed by what the patches say, not their names.
+func TestKubernetesPatchesAreKeyedByContent(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	one := write("0001-a.patch", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+	renamed := write("0001-renamed.patch", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n")
+	other := write("0001-other.patch", "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+c\n")
+	first := mustPlan(t, testBuilder(fakeCache{}, nil))
+	patched := mustPlan(t, testBuilder(everything(first), func(o *Options) { o.Sources.KubernetesPatches = []string{one} }))
+	if got, want := patched.ToRun(), []string{"kubernetes", "node"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("with --kubernetes-patch ToRun = %v, want %v", got, want)
+	}
+	again := mustPlan(t, testBuilder(everything(patched), func(o *Options) { o.Sources.KubernetesPatches = []string{renamed} }))
+	if got := again.ToRun(); len(got) != 0 {
+		t.Errorf("the same patch under another name rebuilds %v", got)
+	}
+	changed := mustPlan(t, testBuilder(everything(patched), func(o *Options) { o.Sources.KubernetesPatches = []string{other} }))
+	if got, want := changed.ToRun(), []string{"kubernetes", "node"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("another patch: ToRun = %v, want %v", got, want)
+	}
+	for name, src := range map[string]Sources{
+		"not a patch":     {KubernetesPatches: []string{write("notes.txt", "hello\n")}},
+		"missing":         {KubernetesPatches: []string{filepath.Join(dir, "absent.patch")}},
+		"with a checkout": {KubernetesPatches: []string{one}, Kubernetes: dir},
+	} {
+		if _, err := NewBuilder(context.Background(), Options{Runtime: "containerd", Pins: versions.Default(), CacheDir: t.TempDir(), Sources: src}); err == nil {
+			t.Errorf("%s: NewBuilder accepted it", name)
+		}
 	}
 }
 
@@ -234,7 +272,7 @@ func TestCRIOPlan(t *testing.T) {
 	if got, want := p.ToRun(), []string{"base", "crio", "node"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("crio ToRun with a warm containerd cache = %v, want %v", got, want)
 	}
-	if !strings.HasPrefix(p.NodeImage(), "faultline/node-crio:v1.36.3-") {
+	if !strings.HasPrefix(p.NodeImage(), "faultline/node-crio:"+versions.Default().Kubernetes()+"-") {
 		t.Fatalf("node image = %s", p.NodeImage())
 	}
 	for _, s := range p.Steps {

@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"embed"
 	"fmt"
+	"golang.org/x/mod/modfile"
 	"path"
 	"regexp"
 	"sort"
@@ -202,4 +203,19 @@ func (p Pins) String() string {
 		fmt.Fprintf(&b, "%s=%s\n", k, p[k])
 	}
 	return b.String()
+}
+
+// FrameworkRelease is the Kubernetes release a go.mod (faultline's own)
+// requires k8s.io/kubernetes at: the e2e framework the suites are built with.
+func FrameworkRelease(goMod []byte) (string, error) {
+	f, err := modfile.ParseLax("go.mod", goMod, nil)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range f.Require {
+		if r.Mod.Path == "k8s.io/kubernetes" {
+			return r.Mod.Version, nil
+		}
+	}
+	return "", fmt.Errorf("go.mod does not require k8s.io/kubernetes")
 }

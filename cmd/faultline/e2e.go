@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
+	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/imageref"
@@ -44,6 +45,9 @@ func init() {
 			fs.Var(&kubes, "kubernetes-version", "Kubernetes releases of the node images: "+strings.Join(versions.Kubernetes(), ", ")+" or all (default the first); each runtime runs on each, side by side; repeatable or comma-separated")
 			fs.StringVar(&o.KubernetesSrc, "kubernetes-src", "", "build Kubernetes from this checkout instead of the pinned release")
 			fs.StringVar(&o.NRIVersion, "nri-version", "", "build the runtimes with this github.com/containerd/nri release instead of their own (e.g. v0.12.5)")
+			var patches, gates listFlag
+			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes releases before building them (e.g. clusters/patches/kep-5322/0001-kubelet-dra-permanent-failures.patch); repeatable, applied in order; the stacks' keys name the series")
+			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
 			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
@@ -55,6 +59,10 @@ func init() {
 					return usageError{err}
 				}
 				o.KubernetesVersions = splitList(kubes)
+				o.KubernetesPatches = patches
+				if o.FeatureGates, err = facts.ParseGates(gates...); err != nil {
+					return usageError{fmt.Errorf("--feature-gates: %w", err)}
+				}
 				if len(o.KubernetesVersions) == 1 && o.KubernetesVersions[0] == "all" {
 					o.KubernetesVersions = versions.Kubernetes()
 				}

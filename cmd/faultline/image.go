@@ -23,6 +23,8 @@ func init() {
 			kube := fs.String("kubernetes-version", "", "Kubernetes release: "+strings.Join(versions.Kubernetes(), ", ")+" (default the first)")
 			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")
 			fs.StringVar(&opts.Sources.NRI, "nri-version", "", "build the runtime with this github.com/containerd/nri release instead of the one it requires (e.g. v0.12.5)")
+			var patches listFlag
+			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes release before building it; repeatable, applied in order")
 			fs.StringVar(&opts.Sources.Containerd, "containerd-src", "", "local containerd checkout to build instead of the pinned release")
 			fs.StringVar(&opts.DebianMirror, "debian-mirror", "", "Debian archive for debootstrap (default: the one apt uses here)")
 			fs.BoolVar(&opts.Force, "force", false, "rebuild everything, ignoring the cache")
@@ -39,9 +41,10 @@ func init() {
 					return usageError{fmt.Errorf("--kubernetes-version: %w", err)}
 				}
 				opts.Pins = pins
+				opts.Sources.KubernetesPatches = patches
 				b, err := nodeimage.NewBuilder(ctx, opts)
 				if err != nil {
-					return err
+					return usageError{err}
 				}
 				if *planOnly {
 					plan, err := b.Plan(ctx)

@@ -17,8 +17,20 @@ func init() {
 	register("kube-replaces", "print (or write into a go.mod) the k8s.io staging replaces of the pinned Kubernetes release",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			write := fs.String("write", "", "go.mod to rewrite: drop its k8s.io replaces, add the release's, require k8s.io/kubernetes at the release")
+			release := fs.String("kubernetes-version", "", "the release whose e2e framework the suites build with: "+strings.Join(versions.Kubernetes(), ", ")+" (default: the one the --write go.mod requires, else "+versions.Default().Kubernetes()+")")
 			return func(ctx context.Context, args []string) error {
-				kube := versions.Default().Kubernetes()
+				kube := *release
+				if kube == "" && *write != "" {
+					if data, err := os.ReadFile(*write); err == nil {
+						kube, _ = versions.FrameworkRelease(data)
+					}
+				}
+				if kube == "" {
+					kube = versions.Default().Kubernetes()
+				}
+				if _, err := versions.ForKubernetes(kube); err != nil {
+					return usageError{fmt.Errorf("--kubernetes-version: %w", err)}
+				}
 				releaseGoMod, err := gomod.DownloadGoMod(ctx, "k8s.io/kubernetes", kube)
 				if err != nil {
 					return err

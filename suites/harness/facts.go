@@ -34,6 +34,13 @@ type ClusterInfo struct {
 	// plugin timeouts.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	// NRIVersion is the containerd/nri release the runtime was built with
+	// ("v0.12.5"); empty when unknown (a cluster faultline did not make,
+	// or a node image it did not build).
+	NRIVersion string
+	// Variant names what the node image changed on the pinned releases
+	// ("" for none); it joins the stack's key.
+	Variant string
 	// Sources says where each fact came from, by fact name (runtime,
 	// runtime-request-timeout, ...).
 	Sources map[string]string
@@ -99,7 +106,7 @@ func readClusterFacts(ctx context.Context, cs clientset.Interface) (clusterFacts
 // the cluster's facts.
 func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 	f := in.Facts
-	info := ClusterInfo{Sources: map[string]string{}, KubernetesVersion: f.KubernetesVersion}
+	info := ClusterInfo{Sources: map[string]string{}, KubernetesVersion: f.KubernetesVersion, NRIVersion: f.NRIVersion, Variant: f.Variant}
 	var notes []string
 	from := func(nodeSource string) string {
 		if in.Source == sourceNodes {
@@ -160,6 +167,12 @@ func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 	)
 	if f.KubernetesVersion != "" {
 		notes = append(notes, fmt.Sprintf("kubernetes %s (%s)", f.KubernetesVersion, from("node status")))
+	}
+	if f.NRIVersion != "" {
+		notes = append(notes, fmt.Sprintf("nri %s (%s)", f.NRIVersion, in.Source))
+	}
+	if len(f.FeatureGates) > 0 {
+		notes = append(notes, fmt.Sprintf("feature gates %s (%s)", facts.FormatGates(f.FeatureGates), in.Source))
 	}
 	// An override that contradicts what the cluster says is the user's
 	// call, but worth a line: specs derive delays from these values.

@@ -19,11 +19,13 @@ import (
 func recordStack(ctx context.Context, cs clientset.Interface, in clusterFacts) {
 	info := Cluster()
 	s := verdicts.StackInfo{
-		Key:               verdicts.StackKey(info.Runtime.Name, info.KubernetesVersion),
+		Key:               verdicts.StackKey(info.Runtime.Name, info.KubernetesVersion, info.Variant),
 		Runtime:           info.Runtime.Name,
 		RuntimeVersion:    info.RuntimeVersion,
 		KubernetesVersion: info.KubernetesVersion,
 		Skew:              info.Runtime.Skew(info.RuntimeVersion, info.KubernetesVersion),
+		NRIVersion:        info.NRIVersion,
+		Variant:           info.Variant,
 		NodeImage:         in.Facts.NodeImage,
 		FakesImage:        Flags.FakesImage,
 		Framework:         FrameworkVersion,

@@ -1,0 +1,188 @@
+package nodeimage
+
+// A pinned Kubernetes release with a vendor's patches applied: the release's
+// module and its staging modules (as published at the release's staging tag)
+// laid out as a Kubernetes checkout (staging/src/k8s.io/<name>), so that a
+// patch written against the kubernetes repository applies as it is, and the
+// builder compiles the tree as it would a --kubernetes-src checkout.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/faultline-k8s/faultline/clusters/gomod"
+)
+
+// patchesKey identifies a patch series by the patches' contents, in order
+// (their names do not matter: renaming a patch rebuilds nothing).
+func patchesKey(patches []string) (string, error) {
+	parts := map[string]string{}
+	for i, p := range patches {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return "", fmt.Errorf("--kubernetes-patch: %w", err)
+		}
+		parts[fmt.Sprintf("%03d", i)] = string(data)
+	}
+	return hashKey(parts), nil
+}
+
+// checkPatches refuses patch files that cannot be read or are no patch.
+func checkPatches(patches []string) error {
+	for _, p := range patches {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return fmt.Errorf("--kubernetes-patch: %w", err)
+		}
+		if !strings.Contains(string(data), "\n+++ ") && !strings.HasPrefix(string(data), "+++ ") {
+			return fmt.Errorf("--kubernetes-patch %s: not a unified diff (no +++ line)", p)
+		}
+	}
+	return nil
+}
+
+// patchedTree returns the directory of c's release with c.Patches applied,
+// making it in the cache the first time (keyed by release and patches).
+func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error) {
+	key, err := patchesKey(c.Patches)
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(b.CacheDir, "src", c.Name+"-"+c.Version+"-"+key)
+	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		return dir, nil
+	}
+	tmp := dir + ".partial"
+	if err := os.RemoveAll(tmp); err != nil {
+		return "", err
+	}
+	fmt.Fprintf(b.Log, "making %s %s with %d patch(es) in %s\n", c.Module, c.Version, len(c.Patches), dir)
+	mods, err := downloadModules(ctx, c.Module+"@"+c.Version)
+	if err != nil {
+		return "", err
+	}
+	if err := copyTree(mods[0].Dir, tmp); err != nil {
+		return "", err
+	}
+	goMod, err := os.ReadFile(filepath.Join(tmp, "go.mod"))
+	if err != nil {
+		return "", err
+	}
+	staging, err := gomod.StagingReplaces(goMod, c.Version, "")
+	if err != nil {
+		return "", err
+	}
+	var want []string
+	for _, r := range staging {
+		want = append(want, r.New+"@"+r.Version)
+	}
+	stagingMods, err := downloadModules(ctx, want...)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range stagingMods {
+		if err := copyTree(m.Dir, filepath.Join(tmp, "staging", "src", m.Path)); err != nil {
+			return "", err
+		}
+	}
+	for i, p := range c.Patches {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return "", err
+		}
+		// git apply is all-or-nothing per patch and says which hunk does not
+		// apply. The ceiling keeps it from taking a repository above the
+		// cache for the tree's root.
+		cmd := exec.CommandContext(ctx, "git", "apply", "-p1", "--whitespace=nowarn", "--verbose", abs)
+		cmd.Dir = tmp
+		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(tmp))
+		if err := b.runLogged(cmd, fmt.Sprintf("patch-%s-%d", c.Name, i+1)); err != nil {
+			return "", fmt.Errorf("%s does not apply to %s %s: %w", p, c.Module, c.Version, err)
+		}
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
+	}
+	return dir, os.Rename(tmp, dir)
+}
+
+type downloaded struct {
+	Path, Version, Dir, Error string
+}
+
+// downloadModules fetches modules (path@version) into the module cache and
+// returns where each is, in order.
+func downloadModules(ctx context.Context, mods ...string) ([]downloaded, error) {
+	out, err := exec.CommandContext(ctx, "go", append([]string{"mod", "download", "-json"}, mods...)...).Output()
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	var got []downloaded
+	for {
+		var d downloaded
+		if derr := dec.Decode(&d); derr == io.EOF {
+			break
+		} else if derr != nil {
+			return nil, fmt.Errorf("go mod download: %v", derr)
+		}
+		if d.Error != "" {
+			return nil, fmt.Errorf("go mod download %s@%s: %s", d.Path, d.Version, d.Error)
+		}
+		got = append(got, d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("go mod download %s: %v", strings.Join(mods, " "), err)
+	}
+	if len(got) != len(mods) {
+		return nil, fmt.Errorf("go mod download: asked for %d modules, got %d", len(mods), len(got))
+	}
+	return got, nil
+}
+
+// copyTree copies a module cache directory (read-only files) into dst as
+// writable files, keeping the executable bit.
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil // module zips hold regular files only
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		mode := os.FileMode(0o644)
+		if info.Mode()&0o111 != 0 {
+			mode = 0o755
+		}
+		in, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer in.Close()
+		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
+		if err != nil {
+			return err
+		}
+		if _, err := io.Copy(out, in); err != nil {
+			out.Close()
+			return err
+		}
+		return out.Close()
+	})
+}
