@@ -108,17 +108,16 @@ var table = map[string]entry{
 	"NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST": {},
 	"NRI-REQUIRED-PLUGIN-MISSING":          {Needs: []string{CondNRIValidator}},
 	"NRI-REQUIRED-PLUGINS-PRESENT":         {},
-	"NRI-POLICY-IGNORED-ERROR":             {Pending: nriPolicy},
-	"NRI-POLICY-UNIGNORED-ERROR":           {Pending: nriPolicy},
-	"NRI-POLICY-IGNORED-REPORTED":          {Pending: nriPolicy},
+	"NRI-POLICY-FAIL-REQUEST":              {},
+	"NRI-POLICY-KEEP-CONNECTED":            {},
+	"NRI-POLICY-RETURNED-ERROR-FAILS":      {},
+	"NRI-REQUIRED-PLUGIN-TIMEOUT":          {Needs: []string{CondNRIValidator}},
 
 	// Each suite's smoke spec: no fixture set.
 	"FAULTLINE-CLUSTER-RUNS-PODS": {},
 	// Each suite's scope spec deploys its suite's fixture set first.
 	"FAULTLINE-FAULTS-SCOPED": {Needs: []string{CondFixtures("dra"), CondDRAAPI, CondGateDRA, CondFixtures("cri"), CondFixtures("nri"), CondNRI}},
 }
-
-const nriPolicy = "containerd/nri#45 (per-plugin error handling policy), implemented by no runtime: the specs are Pending"
 
 // needs is every condition requirement r needs, base first, no duplicates.
 func needs(r requirements.Requirement, e entry) []string {

@@ -10,6 +10,24 @@ import (
 	"github.com/faultline-k8s/faultline/requirements"
 )
 
+// The recorded runs predate a change of the catalogue: they name the IDs of
+// the four pending specs of containerd/nri#45, which the catalogue retired
+// when the NRI v0.12.4 failure policy replaced them, and have no spec of the
+// requirements added then.
+var (
+	retiredSinceRecorded = map[string]bool{
+		"NRI-POLICY-IGNORED-ERROR":    true,
+		"NRI-POLICY-UNIGNORED-ERROR":  true,
+		"NRI-POLICY-IGNORED-REPORTED": true,
+	}
+	addedSinceRecorded = []string{
+		"NRI-POLICY-FAIL-REQUEST",
+		"NRI-POLICY-KEEP-CONNECTED",
+		"NRI-POLICY-RETURNED-ERROR-FAILS",
+		"NRI-REQUIRED-PLUGIN-TIMEOUT",
+	}
+)
+
 // Recorded Ginkgo JSON reports of real runs here (testdata/*.json.gz):
 //   - full-containerd, full-crio: every suite, Kubernetes v1.36.3 with
 //     containerd 2.4.2 and CRI-O 1.36.2 (2026-11-24);
@@ -59,7 +77,7 @@ func TestRecordedRunsRead(t *testing.T) {
 					t.Errorf("%s names no requirement", s.Name)
 				}
 				for _, id := range s.Requirements {
-					if _, ok := requirements.Lookup(id); !ok {
+					if _, ok := requirements.Lookup(id); !ok && !retiredSinceRecorded[id] {
 						t.Errorf("%s names unknown %s", s.Name, id)
 					}
 				}
@@ -106,8 +124,9 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 		}
 	}
-	if len(rep.Stacks) != 2 || len(rep.Requirements) != len(requirements.All()) {
-		t.Errorf("%d stacks, %d rows (catalogue: %d)", len(rep.Stacks), len(rep.Requirements), len(requirements.All()))
+	if want := len(requirements.All()) - len(addedSinceRecorded) + len(retiredSinceRecorded); len(rep.Stacks) != 2 || len(rep.Requirements) != want {
+		t.Errorf("%d stacks, %d rows, want %d (catalogue: %d, %d of them added since the runs, %d retired since)",
+			len(rep.Stacks), len(rep.Requirements), want, len(requirements.All()), len(addedSinceRecorded), len(retiredSinceRecorded))
 	}
 	for _, c := range []struct {
 		id, stack string

@@ -4,7 +4,9 @@
 //
 // The suite owns the fixture set "nri" (fixtures/nri, namespace
 // faultline-nri-plugins; suite.go): the fake NRI plugin's instances
-// faultline-a, -b, -c at indexes 10, 20, 30, and a runtime-state container
+// faultline-a, -p, -b, -k, -c at indexes 10, 15, 20, 25, 30 (p declares
+// the failure policy fail_request and keep_connected, k keep_connected
+// alone, the others none), and a runtime-state container
 // that lists the runtime's sandboxes and containers of a pod over CRI. The
 // first spec that needs it deploys it (harness.Require, through describe);
 // before every spec the harness checks that each instance answers its
@@ -44,7 +46,19 @@
 //     discrepancy <runtime>: ..." (clusters/runtimes NRIDiscrepancies).
 //  7. validator.go: a missing required plugin fails container creation
 //     (Feature:NRIDefaultValidator).
-//  8. failure_policy.go: containerd/nri#45, pending.
+//  8. failure_policy.go: the per-plugin failure policy of NRI v0.12.4.
+//     A plugin that declares fail_request and stalls past the request
+//     timeout fails the request, naming itself and the request, and the
+//     plugins after it never see the attempt; one that declares
+//     keep_connected stays registered and gets the next events on the same
+//     connection; an error a plugin returns fails the request whatever its
+//     policy. A runtime that behaves as if no policy was declared gives
+//     "not implemented" (failure where it is known to vendor NRI >=
+//     v0.12.4: harness.Cluster().NRIVersion, policy_version.go). And
+//     containerd/nri#316: a required plugin that times out in
+//     CreateContainer must not count as consulted
+//     (Feature:NRIDefaultValidator). The specs that stall an instance are
+//     Serial.
 //  9. scope.go: the fixtures open no door: the API server refuses a pod
 //     with an NRI fault annotation outside faultline's own namespaces.
 //

@@ -1,23 +1,47 @@
 package nri
 
-// Requirement 8: the per-plugin error handling policy proposed in
-// containerd/nri#45 ("support error handling policy"): a plugin declares,
-// when it subscribes, the events whose failures the runtime should ignore
-// (carry on with the next plugin and the CRI request, and report the
-// failure) instead of failing the request. No NRI release and no runtime
-// implements it: NRI v0.12.5's FailurePolicy (fail_request,
-// keep_connected) only covers timeouts and lost connections, not errors a
-// plugin returns, and containerd 2.4.2 vendors NRI v0.12.3, which has
-// neither. The specs are written as the requirement is proposed and stay
-// pending until a runtime implements it; then the fake plugin gets a flag
-// to declare the policy (e.g. --ignore-failures=RunPodSandbox,CreateContainer
-// on instance b in fixtures/nri) and the Pending decorators go.
+// Requirement 8: the per-plugin failure policy of NRI v0.12.4 (README,
+// "Request Errors, Timeouts and Failure Policy"; pkg/adaptation
+// handleRequestError and dropsPlugin). A plugin declares, when it
+// registers, what the runtime does when the plugin fails to process a
+// request: exceeds the request timeout, loses its connection or causes a
+// protocol error.
+//
+//   - fail_request: the request fails with an error naming the plugin and
+//     the request; the remaining plugins are not called. Default: the
+//     request proceeds with the remaining plugins.
+//   - keep_connected: a plugin that exceeds the timeout stays registered
+//     and receives the next requests. Default: the runtime unregisters
+//     (closes) it. A lost connection always unregisters it.
+//
+// An error the plugin returns is no such failure: it fails the request
+// whatever the policy. A runtime whose NRI predates v0.12.4 ignores the
+// policy and treats the plugin as if it had declared none; a spec that sees
+// that ends with "not implemented" (policyIgnored), unless the runtime is
+// known to vendor NRI >= v0.12.4 (harness.Cluster().NRIVersion), where it
+// fails. containerd 2.4.2 vendors NRI v0.12.3 and CRI-O 1.36 v0.11.0;
+// faultline builds containerd with a later NRI on --nri-version.
+//
+// Instance P declares fail_request and keep_connected, instance K
+// keep_connected alone (fixtures/nri). A spec that stalls one of them is
+// Serial: while it stalls the runtime waits for it with every pod of the
+// node, and a runtime that ignores the policy drops it.
+//
+// Requirement 8 also holds containerd/nri#316: the default validator's
+// required plugins (validator.go) count a plugin that the runtime dropped
+// mid-CreateContainer as consulted, so the container is created as if the
+// plugin had seen it (Feature:NRIDefaultValidator, like validator.go).
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
@@ -27,45 +51,306 @@ import (
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
-// pendingPolicy is in every spec name, so the report says why it is pending.
-const pendingPolicy = "[pending: containerd/nri#45 per-plugin error handling policy, implemented by no runtime yet]"
+// policyStall is how long the policy specs stall P or K: three request
+// timeouts, so the runtime's timeout, not the plugin's answer, ends the
+// request, and a kept plugin answers well before the kubelet retries a
+// failed request (kubeletRetry); never longer than stallFor.
+func policyStall() time.Duration {
+	return min(3*harness.Cluster().NRIRequestTimeout, stallFor())
+}
 
-var _ = describe("NRI per-plugin failure policy "+pendingPolicy, framework.WithFeature(featureNRI), framework.WithFeature(featureFailurePolicy), func() {
+var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureNRI), framework.WithFeature(featureFailurePolicy), func() {
 	f := framework.NewDefaultFramework("nri-policy")
 
-	// ignoring is the instance that would declare "ignore my failures in
-	// RunPodSandbox and CreateContainer"; the events it does not list keep
-	// the default policy.
-	ignoring := B
-
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
-		framework.It("an error from a plugin that ignores its failures in "+event+" does not fail the request: the later plugins see the event and the pod starts at once", ginkgo.Pending, harness.Checks("NRI-POLICY-IGNORED-ERROR"), func(ctx context.Context) {
-			pod, node := createVictim(ctx, f, VictimPod("ignored-"+lower(event), ignoring.Fault(event, faults.Fault{Mode: faults.Error})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
-				"an ignored failure must not fail %s", event)
-			expectNoFailureEvents(ctx, f, pod)
+		framework.It(fmt.Sprintf("a plugin that declares fail_request and stalls in %s past the request timeout fails that request with an error naming the plugin and the request; the plugins after it never see that attempt, and the pod runs once the stall clears", event), framework.WithSerial(), harness.Checks("NRI-POLICY-FAIL-REQUEST"), func(ctx context.Context) {
+			registeredAround(ctx, f)
+			timeout := harness.Cluster().NRIRequestTimeout
+			stall := policyStall()
+			pod, node := createVictim(ctx, f, VictimPod("fail-request-"+lower(event),
+				P.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1, Container: faultContainer(event)})))
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)+stall),
+				"the pod must run once %s's stall has cleared", P)
 
-			failed := nriclient.Only(eventsOf(ctx, f, node, ignoring, pod), event)
-			gomega.Expect(nriclient.Results(failed, event)).To(gomega.Equal([]record.Result{record.Error}),
-				"%s failed %s exactly once: the runtime did not retry it", ignoring, event)
-			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(failed[0]))
-			gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s after an ignored failure", C)
-			expectOnlyAttempt(ctx, f, node, pod, nil)
+			stalled := eventuallyAnswered(ctx, node, P, pod, event, stall+reregisterTimeout())
+			first := stalled[0]
+			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
+			failedID := attemptID(first)
+			ginkgo.By(fmt.Sprintf("%s stalled %s in %s of attempt %.12s (connection lost meanwhile: %v)",
+				P, first.End.Sub(first.Start).Round(time.Millisecond), event, failedID, first.Interrupted))
+
+			// The runtime called the plugins before P for the attempt.
+			for _, inst := range Instances {
+				if inst.Index < P.Index {
+					gomega.Expect(findAttempt(eventsOf(ctx, f, node, inst, pod), event, failedID)).NotTo(gomega.BeNil(),
+						"%s (before %s) must have seen the attempt %.12s", inst, P, failedID)
+				}
+			}
+			// Did the request go on past P?
+			var saw []string
+			var later *record.Event
+			for _, inst := range laterInstances(P) {
+				if got := findAttempt(eventsOf(ctx, f, node, inst, pod), event, failedID); got != nil {
+					saw = append(saw, inst.String())
+					if later == nil {
+						later = got
+					}
+				}
+			}
+			if later != nil {
+				events, err := harness.PodEvents(ctx, f.ClientSet, pod)
+				framework.ExpectNoError(err)
+				if FindEvent(events, failureReason(event), P.String()) == nil {
+					policyIgnored(P, fmt.Sprintf("%s stalled in %s of attempt %.12s; the runtime %s and went on with the plugins after it (%s saw the attempt), and the request did not fail\n%s",
+						P, event, failedID, howHandled(P, first, *later, timeout), strings.Join(saw, ", "), nriclient.FormatEvents(stalled)))
+				}
+			}
+			gomega.Expect(saw).To(gomega.BeEmpty(),
+				"fail_request: the runtime must fail the request at %s and call none of the plugins after it for the attempt %.12s", P, failedID)
+
+			ev := EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), P.String(), eventDelivery)
+			ginkgo.By("the kubelet reports: " + ev.Message)
+			gomega.Expect(ev.Message).To(gomega.ContainSubstring(event),
+				"the error must name the request as well as the plugin %s", P)
+
+			records := nriclient.Only(eventsOf(ctx, f, node, P, pod), event)
+			gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Stalled, record.OK}),
+				"%s must stall the first %s and pass the kubelet's retry:\n%s", P, event, nriclient.FormatEvents(records))
+			retryID := attemptID(records[1])
+			gomega.Expect(retryID).NotTo(gomega.Equal(failedID), "the retry is a new attempt with a new ID")
+			for _, inst := range laterInstances(P) {
+				gomega.Expect(findAttempt(eventsOf(ctx, f, node, inst, pod), event, retryID)).NotTo(gomega.BeNil(),
+					"%s must see the retry %.12s, so it was registered all along", inst, retryID)
+			}
+			s := runtimeStateOf(ctx, f, node, pod)
+			gomega.Expect(heldIDs(s)).To(gomega.ContainElement(retryID),
+				"the pod must run with the retry %.12s that every plugin passed:\n%s", retryID, FormatState(s))
 		})
 	}
 
-	framework.It("an error in an event the plugin did not choose to ignore still fails the request with the plugin's message", ginkgo.Pending, harness.Checks("NRI-POLICY-UNIGNORED-ERROR"), func(ctx context.Context) {
-		pod, _ := createVictim(ctx, f, VictimPod("not-ignored-start", ignoring.Fault("StartContainer", faults.Fault{Mode: faults.Error, Times: 1})))
-		EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", ignoring.ErrorText("StartContainer", pod, TestContainer), retryTimeout(1))
-	})
+	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
+		framework.It(fmt.Sprintf("a plugin that declares keep_connected and stalls in %s past the request timeout stays registered: the request goes on without it, the pod starts, and the plugin gets the next events on the same connection", event), framework.WithSerial(), harness.Checks("NRI-POLICY-KEEP-CONNECTED"), func(ctx context.Context) {
+			registeredAround(ctx, f)
+			timeout := harness.Cluster().NRIRequestTimeout
+			stall := policyStall()
+			pod, node := createVictim(ctx, f, VictimPod("keep-connected-"+lower(event),
+				K.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1, Container: faultContainer(event)})))
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+timeout),
+				"without fail_request, the runtime must go on without the stalled plugin after its request timeout and start the pod")
+			expectNoFailureEvents(ctx, f, pod)
 
-	framework.It("an ignored failure is still reported: the runtime logs or counts it with the plugin's name and message", ginkgo.Pending, harness.Checks("NRI-POLICY-IGNORED-REPORTED"), func(ctx context.Context) {
-		// How a runtime reports an ignored failure (a log line, a metric,
-		// a pod event) is not settled in containerd/nri#45; the spec is
-		// written once it is.
-		framework.Failf("no reporting of ignored NRI plugin failures is specified yet (containerd/nri#45)")
+			stalled := eventuallyAnswered(ctx, node, K, pod, event, stall+podStart)
+			first := stalled[0]
+			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
+			took := first.End.Sub(first.Start)
+			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(first))
+			gomega.Expect(next).NotTo(gomega.BeNil(), "the request must go on with %s for the same attempt %.12s", C, attemptID(first))
+			gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+
+			if lost := connectionChanges(ctx, node, K, first.Seq); first.Interrupted || len(lost) > 0 {
+				policyIgnored(K, fmt.Sprintf("%s stalled in %s; the runtime %s, went on without it, and %s registered again:\n%s",
+					K, event, howHandled(K, first, *next, timeout), K, nriclient.FormatEvents(append([]record.Event{first}, lost...))))
+			}
+			waited := next.Start.Sub(first.Start)
+			gomega.Expect(next.Start.Before(first.End)).To(gomega.BeTrueBecause(
+				"the runtime must give up on %s after its request timeout (%s), not wait for the kept plugin's answer: %s was called %s after %s began to stall, which answered after %s",
+				K, timeout, C, waited.Round(time.Millisecond), K, took.Round(time.Millisecond)))
+			gomega.Expect(waited).To(gomega.BeNumerically(">=", timeout-100*time.Millisecond),
+				"the runtime must not give up on %s before its request timeout (%s)", K, timeout)
+			ginkgo.By(fmt.Sprintf("the runtime went on with %s after %s and kept %s, which answered after %s",
+				C, waited.Round(time.Millisecond), K, took.Round(time.Millisecond)))
+
+			ginkgo.By("deleting the pod: the kept plugin must see it stop on the same connection")
+			deleteNow(ctx, f, pod)
+			stops := eventuallyRecorded(ctx, f, node, K, pod, "StopPodSandbox", record.OK, podDeletion)
+			gomega.Expect(stops[0].Seq).To(gomega.BeNumerically(">", first.Seq))
+			lost := connectionChanges(ctx, node, K, first.Seq)
+			gomega.Expect(lost).To(gomega.BeEmpty(),
+				"keep_connected: %s must get the next events on the connection it stalled on, without losing it or registering again:\n%s",
+				K, nriclient.FormatEvents(lost))
+		})
+	}
+
+	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
+		framework.It(fmt.Sprintf("an error that a plugin with a failure policy returns in %s still fails the request with the plugin's message: the policy covers timeouts and lost connections, not returned errors; the plugin stays registered", event), harness.Checks("NRI-POLICY-RETURNED-ERROR-FAILS"), func(ctx context.Context) {
+			// K declares keep_connected without fail_request: for a
+			// failure the policy covered, the request would go on.
+			pod, node := createVictim(ctx, f, VictimPod("policy-error-"+lower(event),
+				K.Fault(event, faults.Fault{Mode: faults.Error, Times: 1, Container: faultContainer(event)})))
+			want := K.ErrorText(event, pod, faultContainer(event))
+			ev := EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), want, retryTimeout(1))
+			ginkgo.By("the kubelet reports: " + ev.Message)
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
+				"the pod must run once the fault has fired")
+
+			records := nriclient.Only(eventsOf(ctx, f, node, K, pod), event)
+			gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+				"%s must fail the first %s and pass the retry:\n%s", K, event, nriclient.FormatEvents(records))
+			failedID := attemptID(records[0])
+			for _, inst := range laterInstances(K) {
+				got := eventsOf(ctx, f, node, inst, pod)
+				gomega.Expect(findAttempt(got, event, failedID)).To(gomega.BeNil(),
+					"the error %s returned must fail the request whatever its policy (%s): %s must not see the attempt %.12s:\n%s",
+					K, K.Policy(), inst, failedID, nriclient.FormatEvents(nriclient.Only(got, event)))
+			}
+			lost := connectionChanges(ctx, node, K, records[0].Seq)
+			gomega.Expect(lost).To(gomega.BeEmpty(), "a returned error must not cost %s its registration:\n%s", K, nriclient.FormatEvents(lost))
+		})
+	}
+})
+
+var _ = describe("NRI required plugin that times out", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), framework.WithSerial(), func() {
+	f := framework.NewDefaultFramework("nri-required-timeout")
+
+	framework.It("a container whose required plugin stalls in CreateContainer past the request timeout is not created as if the plugin had been consulted: the container that runs is one whose CreateContainer the plugin answered", harness.Checks("NRI-REQUIRED-PLUGIN-TIMEOUT"), func(ctx context.Context) {
+		registeredAround(ctx, f)
+		// B declares no failure policy: the runtime drops it after the
+		// timeout and goes on with the remaining plugins, then asks the
+		// default validator whether the required plugins took part.
+		required := B
+		timeout := harness.Cluster().NRIRequestTimeout
+		pod, node := createVictim(ctx, f, VictimPod("required-plugin-timeout",
+			required.Fault("CreateContainer", faults.Fault{Mode: faults.Stall, Stall: stallFor(), Times: 1, Container: TestContainer}),
+			nriclient.Annotation{Key: requiredPluginsAnnotation + "/container." + TestContainer, Value: fmt.Sprintf("[%q]", required.Name)}))
+
+		stalled := eventuallyAnswered(ctx, node, required, pod, "CreateContainer", podStart+stallFor())
+		first := stalled[0]
+		gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
+		gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
+			"the runtime must give up on %s after its request timeout (%s) and drop it (NRI-STALLED-PLUGIN-DROPPED), or this spec cannot see what the validator makes of a plugin that timed out:\n%s",
+			required, timeout, nriclient.FormatEvents(stalled)))
+		attempt := first.ContainerID
+		ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s in CreateContainer of container %.12s",
+			required, first.End.Sub(first.Start).Round(time.Millisecond), attempt))
+
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(2)+reregisterTimeout()),
+			"the container must be created once %s is registered again and answers", required)
+		s := runtimeStateOf(ctx, f, node, pod)
+		var running []string
+		for _, c := range s.Containers {
+			if c.Name == TestContainer && c.State == "CONTAINER_RUNNING" {
+				running = append(running, c.ID)
+			}
+		}
+		if slices.Contains(running, attempt) {
+			framework.Failf("containerd/nri#316: the runtime created and started container %.12s in the CreateContainer that its required plugin %s never answered: "+
+				"the runtime dropped %s after its request timeout (%s) and the default validator still counted it as consulted "+
+				"(or the validator is not enabled: see NRI-REQUIRED-PLUGIN-MISSING)\n%s%s",
+				attempt, required, required, timeout, nriclient.FormatEvents(stalled), FormatState(s))
+		}
+		var answered []string
+		for _, c := range nriclient.Only(eventsOf(ctx, f, node, required, pod), "CreateContainer") {
+			if c.Result == record.OK {
+				answered = append(answered, c.ContainerID)
+			}
+		}
+		gomega.Expect(running).To(gomega.HaveLen(1), FormatState(s))
+		gomega.Expect(answered).To(gomega.ContainElement(running[0]),
+			"the container that runs must be one whose CreateContainer its required plugin %s answered:\n%s", required, FormatState(s))
+		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", required.Name, eventDelivery)
+		ginkgo.By("the kubelet reports: " + ev.Message)
 	})
 })
+
+// registeredAround, in a spec that stalls or drops an instance, waits until
+// every instance is registered, and again when the spec ends, for the
+// specs after it.
+func registeredAround(ctx context.Context, f *framework.Framework) {
+	ginkgo.GinkgoHelper()
+	framework.ExpectNoError(harness.WaitForDaemonSets(ctx, f.ClientSet, PluginNamespace, reregisterTimeout()),
+		"every plugin instance must be registered before a spec stalls one")
+	ginkgo.DeferCleanup(func(ctx context.Context) {
+		framework.ExpectNoError(harness.WaitForDaemonSets(ctx, f.ClientSet, PluginNamespace, restartTimeout()),
+			"the plugin instances must be registered again after the spec")
+	})
+}
+
+// laterInstances are the instances the runtime calls after inst.
+func laterInstances(inst Instance) []Instance {
+	var out []Instance
+	for _, i := range Instances {
+		if i.Index > inst.Index {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// faultContainer is the container a fault in event is limited to: the
+// victim's for container events, none for pod events.
+func faultContainer(event string) string {
+	if faults.IsContainerEvent(event) {
+		return TestContainer
+	}
+	return ""
+}
+
+// failureReason is the reason of the kubelet's event when a RunPodSandbox
+// or CreateContainer fails.
+func failureReason(event string) string {
+	if faults.IsContainerEvent(event) {
+		return "Failed"
+	}
+	return "FailedCreatePodSandBox"
+}
+
+// eventuallyAnswered waits until the instance recorded event for pod and
+// finished its first record (a stall ends when its time is up or the
+// connection is lost), and returns the records of that event.
+func eventuallyAnswered(ctx context.Context, node string, inst Instance, pod *v1.Pod, event string, timeout time.Duration) []record.Event {
+	ginkgo.GinkgoHelper()
+	var got []record.Event
+	gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+		events, err := plugins().On(node, inst).Events(ctx, string(pod.UID))
+		if err != nil {
+			return "", err
+		}
+		got = nriclient.Only(events, event)
+		switch {
+		case len(got) == 0:
+			return "no " + event + " yet", nil
+		case got[0].Result == record.Pending:
+			return "the first " + event + " still pending", nil
+		}
+		return "finished", nil
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(gomega.Equal("finished"),
+		"%s must record %s of pod %s and finish it", inst, event, pod.Name)
+	return got
+}
+
+// connectionChanges returns what the instance recorded about its own
+// connection after record seq: a lost connection, a new process, a new
+// registration.
+func connectionChanges(ctx context.Context, node string, inst Instance, seq uint64) []record.Event {
+	ginkgo.GinkgoHelper()
+	own, err := plugins().On(node, inst).OwnEvents(ctx)
+	framework.ExpectNoError(err)
+	var out []record.Event
+	for _, e := range own {
+		if e.Seq <= seq || e.PodUID != "" {
+			continue
+		}
+		switch e.Event {
+		case record.Disconnected, record.PluginStart, record.Synchronize:
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// howHandled says what the runtime did with inst, which stalled in the
+// record stalled, judging by when it called the plugin after it (next, the
+// same attempt).
+func howHandled(inst Instance, stalled, next record.Event, timeout time.Duration) string {
+	took := stalled.End.Sub(stalled.Start).Round(time.Millisecond)
+	switch {
+	case stalled.Interrupted:
+		return fmt.Sprintf("closed %s's connection after %s (request timeout %s)", inst, took, timeout)
+	case !next.Start.Before(stalled.End):
+		return fmt.Sprintf("waited out %s's stall of %s for its answer", inst, took)
+	}
+	return fmt.Sprintf("kept %s registered but gave up on it after %s", inst, next.Start.Sub(stalled.Start).Round(time.Millisecond))
+}
 
 func lower(s string) string {
 	out := []rune{}

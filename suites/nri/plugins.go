@@ -25,10 +25,13 @@ const PluginNamespace = "faultline-nri-plugins"
 // Instance is one fake NRI plugin instance of the DaemonSet.
 type Instance = nriclient.Instance
 
-// The instances, in the runtime's call order (by index).
+// The instances, in the runtime's call order (by index): A, P, B, K, C.
+// P and K declare a failure policy (failure_policy.go); the others none.
 var (
 	A = nriclient.A
+	P = nriclient.P
 	B = nriclient.B
+	K = nriclient.K
 	C = nriclient.C
 
 	Instances = nriclient.Instances

@@ -28,7 +28,8 @@ var (
 	// featureValidator: the runtime enforces the NRI default validator's
 	// required plugins (containerd >= 2.2 with default_validator enabled).
 	featureValidator = framework.ValidFeatures.Add("NRIDefaultValidator")
-	// featureFailurePolicy: per-plugin failure policy, containerd/nri#45.
+	// featureFailurePolicy: the per-plugin failure policy of NRI v0.12.4
+	// (fail_request, keep_connected).
 	featureFailurePolicy = framework.ValidFeatures.Add("NRIFailurePolicy")
 )
 

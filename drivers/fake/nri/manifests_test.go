@@ -160,6 +160,44 @@ func TestNothingListensOnThePodIP(t *testing.T) {
 	}
 }
 
+// Each instance of drivers/fake/nri/client is a container that registers
+// under the client's name and index and declares exactly the client's
+// failure policy (the specs of suites/nri failure_policy.go rely on it);
+// the client lists the instances in the runtime's call order, one per
+// index.
+func TestInstancesAgreeWithTheClient(t *testing.T) {
+	pod := render(t).ds.Spec.Template.Spec
+	containers := map[string]corev1.Container{}
+	for _, c := range pod.Containers {
+		containers[c.Name] = c
+	}
+	for i, in := range client.Instances {
+		if i > 0 && client.Instances[i-1].Index >= in.Index {
+			t.Errorf("client.Instances: %s after %s, want strictly increasing indexes (the runtime's call order)", in, client.Instances[i-1])
+		}
+		c, ok := containers[in.Container]
+		if !ok {
+			t.Errorf("no container %s for instance %s", in.Container, in)
+			continue
+		}
+		args := slices.Concat(c.Command, c.Args)
+		for _, want := range []string{"--name=" + in.Name, "--index=" + in.Index, "--state-dir=/var/lib/faultline/" + in.Name} {
+			if !slices.Contains(args, want) {
+				t.Errorf("container %s: args %v lack %s", c.Name, args, want)
+			}
+		}
+		for flag, want := range map[string]bool{"--fail-request": in.FailRequest, "--keep-connected": in.KeepConnected} {
+			got := slices.ContainsFunc(args, func(a string) bool { return a == flag || strings.HasPrefix(a, flag+"=") })
+			if got != want || slices.Contains(args, flag+"=false") {
+				t.Errorf("container %s (%s, policy %s): %s in args %v is %v, want %v", c.Name, in, in.Policy(), flag, args, got, want)
+			}
+		}
+	}
+	if got, want := len(pod.Containers), len(client.Instances)+1; got != want {
+		t.Errorf("%d containers, want one per instance and runtime-state (%d)", got, want)
+	}
+}
+
 // The plugin reads namespaces' labels with its own identity, which may do
 // nothing else.
 func TestRBAC(t *testing.T) {

@@ -40,15 +40,24 @@ type Instance struct {
 	Name, Index string
 	// Container of the DaemonSet pod, and its HTTP port.
 	Container, Port string
+	// FailRequest and KeepConnected are the failure policy the instance
+	// declares when it registers (--fail-request, --keep-connected; NRI
+	// v0.12.4 api.FailurePolicy); both false: it declares none.
+	FailRequest, KeepConnected bool
 }
 
 // The instances of fixtures/nri, in the runtime's call order (by index).
+// A, B and C declare no failure policy. P declares fail_request and
+// keep_connected, K keep_connected alone; each sits between two instances
+// without a policy, so a spec sees the plugins before and after it.
 var (
 	A = Instance{Name: "faultline-a", Index: "10", Container: "a", Port: "8080"}
+	P = Instance{Name: "faultline-p", Index: "15", Container: "p", Port: "8084", FailRequest: true, KeepConnected: true}
 	B = Instance{Name: "faultline-b", Index: "20", Container: "b", Port: "8081"}
+	K = Instance{Name: "faultline-k", Index: "25", Container: "k", Port: "8085", KeepConnected: true}
 	C = Instance{Name: "faultline-c", Index: "30", Container: "c", Port: "8082"}
 
-	Instances = []Instance{A, B, C}
+	Instances = []Instance{A, P, B, K, C}
 )
 
 // The runtime-state container of the plugin's pod serves the runtime's CRI
@@ -58,7 +67,25 @@ const (
 	RuntimeStatePort      = "8083"
 )
 
+// String is the name the runtime knows the instance by, <Index>-<Name>
+// ("15-faultline-p"): NRI names a plugin so in its errors and logs.
 func (i Instance) String() string { return i.Index + "-" + i.Name }
+
+// Policy describes the failure policy the instance declares, for messages:
+// "fail_request+keep_connected", "keep_connected", or "no failure policy".
+func (i Instance) Policy() string {
+	var fields []string
+	if i.FailRequest {
+		fields = append(fields, "fail_request")
+	}
+	if i.KeepConnected {
+		fields = append(fields, "keep_connected")
+	}
+	if len(fields) == 0 {
+		return "no failure policy"
+	}
+	return strings.Join(fields, "+")
+}
 
 // Key is the annotation key of the instance's fault in event: the pod
 // annotation Key(event)="error;times=2" makes it fail event twice.

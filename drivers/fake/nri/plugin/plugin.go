@@ -60,7 +60,7 @@ type Config struct {
 	// default: a validator takes part in every container creation.
 	Validator bool
 	// FailurePolicy is sent to the runtime at registration; nil keeps the
-	// runtime's default. Runtimes with NRI older than v0.12.5 ignore it.
+	// runtime's default. Runtimes with NRI older than v0.12.4 ignore it.
 	FailurePolicy *api.FailurePolicy
 }
 

@@ -493,7 +493,7 @@ func TestValidatorFaults(t *testing.T) {
 	}
 }
 
-// With a failure policy (NRI >= v0.12.5 runtimes only), a timeout fails the
+// With a failure policy (NRI >= v0.12.4 runtimes only), a timeout fails the
 // request like an error, and keep_connected keeps the plugin registered.
 func TestFailurePolicy(t *testing.T) {
 	for _, keep := range []bool{false, true} {
