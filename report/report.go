@@ -157,3 +157,77 @@ func FromArtifacts(dir, expectationsPath string) (*verdicts.Report, error) {
 	rep := verdicts.Build(runs, x, m.Header)
 	return rep, WriteAll(dir, rep)
 }
+
+// Combine judges the runs of several artifacts directories together, a
+// column per stack (runs of different variants, Kubernetes releases or
+// suites), and writes report.md, report.json and report.html into out. A
+// stack may come from one directory only. Dumps keep linking into their
+// run's directory. The header is the first run's, its filters joined.
+func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, error) {
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, err
+	}
+	absOut, err := filepath.Abs(out)
+	if err != nil {
+		return nil, err
+	}
+	var all []verdicts.Run
+	var header verdicts.Header
+	var filters []string
+	from := map[string]string{}
+	for i, dir := range dirs {
+		m, runs, err := verdicts.ReadArtifacts(dir)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", dir, err)
+		}
+		if i == 0 {
+			header = m.Header
+		}
+		header.OwnClusters = header.OwnClusters && m.Header.OwnClusters
+		absDir, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		relink := func(specs []verdicts.Spec) {
+			for j := range specs {
+				if specs[j].Dump == "" {
+					continue
+				}
+				if rel, err := filepath.Rel(absOut, filepath.Join(absDir, filepath.FromSlash(specs[j].Dump))); err == nil {
+					specs[j].Dump = filepath.ToSlash(rel)
+				}
+			}
+		}
+		seen := map[string]bool{}
+		for _, run := range runs {
+			key := run.Stack.Key
+			if other, ok := from[key]; ok && other != dir {
+				return nil, fmt.Errorf("stack %s is in %s and in %s: combine runs of different stacks", key, other, dir)
+			}
+			from[key] = dir
+			relink(run.Specs)
+			relink(run.SetupFailures)
+			if !seen[key] {
+				seen[key] = true
+				filter := run.LabelFilter
+				if len(run.Focus) > 0 {
+					filter = strings.TrimSpace(filter + " focus " + strings.Join(run.Focus, ","))
+				}
+				if filter == "" {
+					filter = "all"
+				}
+				filters = append(filters, key+": "+filter)
+			}
+			run.LabelFilter, run.Focus = "", nil
+			all = append(all, run)
+		}
+	}
+	header.LabelFilter, header.Focus = strings.Join(filters, "; "), nil
+	x, err := expectations.Load(expectationsPath)
+	if err != nil {
+		return nil, err
+	}
+	header.Expectations = expectationsPath
+	rep := verdicts.Build(all, x, header)
+	return rep, WriteAll(out, rep)
+}

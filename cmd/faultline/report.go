@@ -18,7 +18,9 @@ import (
 func init() {
 	register("report", "judge a run's results again: the grid, report.md/.json/.html; --baseline compares with an earlier run",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
-			dir := fs.String("artifacts", "_artifacts", "the run's artifacts directory (its run.json lists the results)")
+			var dirs listFlag
+			fs.Var(&dirs, "artifacts", "the run's artifacts directory (its run.json lists the results; default _artifacts); repeatable or comma-separated: several runs judged together, a column per stack, written to --out")
+			out := fs.String("out", "", "with several --artifacts: the directory the combined report goes to")
 			expect := fs.String("expectations", "", "judge by these expectations (a file or a directory of <stack>.yaml); default: those the run judged by")
 			baseline := fs.String("baseline", "", "an earlier run's artifacts directory (or its report.json): print what changed")
 			readme := fs.String("update-readme", "", "replace the verdict grid in this Markdown file (between the lines "+report.ReadmeBegin+" and "+report.ReadmeEnd+") with this run's")
@@ -31,10 +33,28 @@ func init() {
 						return usageError{err}
 					}
 				}
-				if _, err := os.Stat(filepath.Join(*dir, verdicts.ManifestFile)); err != nil {
-					return usageError{fmt.Errorf("--artifacts %s is not the artifacts directory of a faultline run (no %s)", *dir, verdicts.ManifestFile)}
+				list := splitList(dirs)
+				if len(list) == 0 {
+					list = []string{"_artifacts"}
 				}
-				rep, err := report.FromArtifacts(*dir, *expect)
+				for _, dir := range list {
+					if _, err := os.Stat(filepath.Join(dir, verdicts.ManifestFile)); err != nil {
+						return usageError{fmt.Errorf("--artifacts %s is not the artifacts directory of a faultline run (no %s)", dir, verdicts.ManifestFile)}
+					}
+				}
+				if len(list) > 1 && *out == "" {
+					return usageError{fmt.Errorf("several --artifacts are judged together into --out DIR: name it")}
+				}
+				if len(list) == 1 && *out != "" {
+					return usageError{fmt.Errorf("--out is for several --artifacts; one run's report goes beside its results")}
+				}
+				var rep *verdicts.Report
+				var err error
+				if len(list) > 1 {
+					rep, err = report.Combine(list, *out, *expect)
+				} else {
+					rep, err = report.FromArtifacts(list[0], *expect)
+				}
 				if err != nil {
 					return err
 				}
