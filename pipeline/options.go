@@ -77,6 +77,9 @@ type Options struct {
 	KubernetesPatches []string
 	// FeatureGates are set on every Kubernetes component of new clusters.
 	FeatureGates map[string]bool
+	// Workers is the number of worker nodes of new clusters beside the
+	// control plane (0: one node).
+	Workers int
 	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
 	KubernetesSrc, ContainerdSrc string
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
@@ -201,8 +204,8 @@ func (o *Options) Validate() error {
 		if len(o.Runtimes) > 1 {
 			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
 		}
-		if len(o.KubernetesPatches) > 0 || len(o.FeatureGates) > 0 {
-			errs = append(errs, "--kubernetes-patch and --feature-gates build a cluster; they do not go with --kubeconfig")
+		if len(o.KubernetesPatches) > 0 || len(o.FeatureGates) > 0 || o.Workers != 0 {
+			errs = append(errs, "--kubernetes-patch, --feature-gates and --workers build a cluster; they do not go with --kubeconfig")
 		}
 		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc, "--nri-version": o.NRIVersion} {
 			if v != "" {
@@ -232,6 +235,9 @@ func (o *Options) Validate() error {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
 			errs = append(errs, fmt.Sprintf("%s %s is not a Go module checkout (no go.mod)", name, dir))
 		}
+	}
+	if o.Workers < 0 || o.Workers > 10 {
+		errs = append(errs, fmt.Sprintf("--workers %d: want 0 (one node) to 10", o.Workers))
 	}
 	if o.RuntimeRequestTimeout < 0 || o.NRIRequestTimeout < 0 {
 		errs = append(errs, "timeouts must not be negative")
@@ -347,10 +353,14 @@ func (o *Options) clusterName(st Stack) string {
 
 // Variant names what the run changes on the pinned releases, for the stack
 // keys (verdicts.StackKey) and so the expectations: "nri-v0.12.5" for
-// --nri-version, the patch series' name for --kubernetes-patch, and
-// "feature-gates" for gates without patches; "" when it changes nothing.
+// --nri-version, the patch series' name for --kubernetes-patch,
+// "feature-gates" for gates without patches, and "multinode" for clusters
+// with workers; "" when it changes nothing.
 func (o *Options) Variant() string {
 	var parts []string
+	if o.Workers > 0 {
+		parts = append(parts, "multinode")
+	}
 	if o.NRIVersion != "" {
 		parts = append(parts, "nri-"+o.NRIVersion)
 	}

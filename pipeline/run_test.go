@@ -670,6 +670,7 @@ func TestVariant(t *testing.T) {
 		{Options{KubernetesPatches: []string{"/tmp/fix-dra.patch", "/tmp/more/0002-b.patch", "/tmp/more/0003-c.patch"}}, "fix-dra+more"},
 		{Options{FeatureGates: map[string]bool{"X": true}}, "feature-gates"},
 		{Options{NRIVersion: "v0.12.5", KubernetesPatches: []string{"a/kep/0001-x.patch"}}, "nri-v0.12.5+kep"},
+		{Options{Workers: 2}, "multinode"},
 	} {
 		if got := tc.o.Variant(); got != tc.want {
 			t.Errorf("Variant of %+v = %q, want %q", tc.o, got, tc.want)

@@ -71,6 +71,8 @@ type Facts struct {
 	// FeatureGates are the Kubernetes feature gates the run set on every
 	// component (kind's featureGates), beyond the runtime's kind config.
 	FeatureGates map[string]bool `json:"featureGates,omitempty"`
+	// Workers is the number of worker nodes beside the control plane.
+	Workers int `json:"workers,omitempty"`
 	// Variant names what the cluster's node image changed on the pinned
 	// releases (verdicts.StackKey): "nri-v0.12.5", "kep-5322"; "" for none.
 	Variant string `json:"variant,omitempty"`

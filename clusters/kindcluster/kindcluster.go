@@ -55,6 +55,10 @@ type Settings struct {
 	// facts.DefaultNRIRequestTimeout and facts.DefaultNRIRegistrationTimeout.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	// Workers is the number of worker nodes beside the control plane (0: a
+	// one-node cluster). Pods reach each other across nodes through the node
+	// image's faultline-podnet (routes from the nodes' podCIDRs).
+	Workers int
 	// FeatureGates are set on every Kubernetes component (kind's
 	// featureGates), over the runtime's kind config: a vendor's gates, or a
 	// patched release's own (--kubernetes-patch).
@@ -78,6 +82,9 @@ func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 	rt, err := runtimes.Lookup(s.Runtime)
 	if err != nil {
 		return s, rt, err
+	}
+	if s.Workers < 0 || s.Workers > 10 {
+		return s, rt, fmt.Errorf("workers %d: want 0 to 10", s.Workers)
 	}
 	for _, t := range []struct {
 		name string
@@ -126,6 +133,9 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	cfg := &v1alpha4.Cluster{}
 	if err := yaml.UnmarshalStrict(raw, cfg); err != nil {
 		return nil, fmt.Errorf("checked-in kind config %s: %w", rt.KindConfig, err)
+	}
+	for i := 0; i < s.Workers; i++ {
+		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
 	}
 	if len(s.FeatureGates) > 0 && cfg.FeatureGates == nil {
 		cfg.FeatureGates = map[string]bool{}
@@ -263,6 +273,9 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	if err := waitReady(ctx, cs, deadline); err != nil {
 		return fmt.Errorf("cluster %q: %w (the nodes' logs: faultline export-logs)", s.Name, err)
 	}
+	if err := routePodNetworks(ctx, cs, s.Name, deadline); err != nil {
+		return fmt.Errorf("cluster %q: pod network across nodes: %w", s.Name, err)
+	}
 	if _, err := recordFacts(ctx, cs, s, rt); err != nil {
 		return fmt.Errorf("cluster %q: %w", s.Name, err)
 	}
@@ -296,6 +309,7 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings, rt ru
 		NRIRequestTimeout:      facts.Duration(s.NRIRequestTimeout),
 		NRIRegistrationTimeout: facts.Duration(s.NRIRegistrationTimeout),
 		NRIVersion:             s.NRIVersion,
+		Workers:                s.Workers,
 		Variant:                s.Variant,
 		FeatureGates:           s.FeatureGates,
 		CreatedBy:              facts.CreatedByFaultline,
@@ -346,7 +360,12 @@ func checkFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (facts
 		return facts.Facts{}, fmt.Errorf("cluster %q was not made by faultline: it has no ConfigMap %s/%s with the facts faultline records when it creates a cluster, "+
 			"so its runtime and settings are unknown (delete it, or use another cluster name)", s.Name, facts.Namespace, facts.Name)
 	}
-	if lines := f.Mismatch(s.FactSettings()); len(lines) > 0 {
+	lines := f.Mismatch(s.FactSettings())
+	// Zero workers asks for a one-node cluster, so it is compared too.
+	if f.Workers != s.Workers {
+		lines = append(lines, fmt.Sprintf("workers: the cluster has %d, the run asks for %d", f.Workers, s.Workers))
+	}
+	if len(lines) > 0 {
 		return f, fmt.Errorf("cluster %q was made with other settings than this run asks for:\n  %s", s.Name, strings.Join(lines, "\n  "))
 	}
 	return f, nil

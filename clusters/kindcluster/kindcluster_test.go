@@ -81,6 +81,31 @@ func TestConfigWritesDefaults(t *testing.T) {
 	}
 }
 
+// TestConfigWorkersAndGates: workers get the same node image and mounts as
+// the control plane; gates join the runtime config's own.
+func TestConfigWorkersAndGates(t *testing.T) {
+	for _, rt := range []string{"containerd", "crio"} {
+		cfg, err := Config(Settings{Name: "x", Runtime: rt, NodeImage: "img", Workers: 2, FeatureGates: map[string]bool{"DRAHandlePermanentDriverFailures": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(cfg.Nodes) != 3 || cfg.Nodes[0].Role != "control-plane" || cfg.Nodes[1].Role != "worker" || cfg.Nodes[2].Role != "worker" {
+			t.Fatalf("%s: nodes %+v", rt, cfg.Nodes)
+		}
+		for _, n := range cfg.Nodes {
+			if n.Image != "img" || len(n.ExtraMounts) != len(cfg.Nodes[0].ExtraMounts) {
+				t.Errorf("%s: node %+v differs from the control plane", rt, n)
+			}
+		}
+		if !cfg.FeatureGates["DRAHandlePermanentDriverFailures"] || !cfg.FeatureGates["DRADeviceTaintRules"] {
+			t.Errorf("%s: feature gates %v", rt, cfg.FeatureGates)
+		}
+	}
+	if _, err := Config(Settings{Name: "x", Workers: -1}); err == nil {
+		t.Error("negative workers accepted")
+	}
+}
+
 func TestConfigRejectsUnknownRuntime(t *testing.T) {
 	_, err := Config(Settings{Runtime: "rkt"})
 	if err == nil || !strings.Contains(err.Error(), `unknown runtime "rkt"`) || !strings.Contains(err.Error(), "containerd, crio") {

@@ -154,7 +154,7 @@ func (b *Builder) copyNodeFiles(ctx context.Context, container string, rt runtim
 	extras := []extraFile{
 		{Path: "kind/version", Mode: 0o644, Content: []byte(b.Pins.Kubernetes() + "\n")},
 	}
-	units := append(append([]string{}, rt.NodeUnits...), "kubelet.service")
+	units := append(append([]string{}, rt.NodeUnits...), "kubelet.service", "faultline-podnet.service")
 	// component => binaries into /usr/local/bin: the runtime's (all its
 	// recipe builds), runc-slow and the runtime's own commands.
 	recipe, ok := runtimeRecipes[rt.Name]

@@ -47,6 +47,7 @@ func init() {
 			fs.StringVar(&o.NRIVersion, "nri-version", "", "build the runtimes with this github.com/containerd/nri release instead of their own (e.g. v0.12.5)")
 			var patches, gates listFlag
 			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes releases before building them (e.g. clusters/patches/kep-5322/0001-kubelet-dra-permanent-failures.patch); repeatable, applied in order; the stacks' keys name the series")
+			fs.IntVar(&o.Workers, "workers", 0, "worker nodes of new clusters beside the control plane (0: one node); pods network across nodes; the stacks' keys say multinode")
 			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
