@@ -84,6 +84,8 @@ var table = map[string]entry{
 	"DRA-UNPREPARE-TWO-DRIVERS":      {},
 	"DRA-TAINTED-DEVICE-EVICTS":      {Needs: []string{CondGateDeviceTaints}},
 	"DRA-HEALTH-IN-POD-STATUS":       {Needs: []string{CondGateHealth}},
+	"DRA-TWO-DRIVERS-CDI-ONCE":       {},
+	"DRA-HEALTH-RECONNECT":           {Needs: []string{CondGateHealth}},
 
 	"CRI-SANDBOX-RETRY-GETS-FIRST":    {},
 	"CRI-SANDBOX-RETRY-IN-PROGRESS":   {},

@@ -13,7 +13,8 @@ import (
 // The recorded runs predate a change of the catalogue: they name the IDs of
 // the four pending specs of containerd/nri#45, which the catalogue retired
 // when the NRI v0.12.4 failure policy replaced them, and have no spec of the
-// requirements added then.
+// requirements added then, nor of the DRA ones added later (CDI devices
+// after a retry, health stream reconnect).
 var (
 	retiredSinceRecorded = map[string]bool{
 		"NRI-POLICY-IGNORED-ERROR":    true,
@@ -21,6 +22,8 @@ var (
 		"NRI-POLICY-IGNORED-REPORTED": true,
 	}
 	addedSinceRecorded = []string{
+		"DRA-TWO-DRIVERS-CDI-ONCE",
+		"DRA-HEALTH-RECONNECT",
 		"NRI-POLICY-FAIL-REQUEST",
 		"NRI-POLICY-KEEP-CONNECTED",
 		"NRI-POLICY-RETURNED-ERROR-FAILS",

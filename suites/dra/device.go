@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 	admissionapi "k8s.io/pod-security-admission/api"
@@ -181,40 +182,12 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			gomega.Expect(devs).To(gomega.HaveLen(1))
 			dev, node := devs[0], pod.Spec.NodeName
 
-			gates, err := kubeletFeatureGates(ctx, cs, node)
-			framework.ExpectNoError(err)
-			var missing []string
-			for _, g := range []string{gateResourceHealth, gateResourceHealthMessage} {
-				if enabled, known := gates[g]; !enabled {
-					missing = append(missing, fmt.Sprintf("%s (%s)", g, map[bool]string{true: "disabled", false: "unknown to the kubelet"}[known]))
-				}
-			}
-			if len(missing) > 0 {
-				ginkgo.Skip(fmt.Sprintf("the kubelet on node %s does not report device health in pod status: feature gate %s (kubernetes_feature_enabled in its /metrics)",
-					node, strings.Join(missing, ", ")))
-			}
+			requireHealthGates(ctx, cs, node, gateResourceHealth, gateResourceHealthMessage)
 			waitRunning(ctx, f, pod)
 
 			id := deviceID(dev)
 			name := v1.ResourceName("claim:" + pod.Spec.ResourceClaims[0].Name)
-			health := func(ctx context.Context) (v1.ResourceHealth, error) {
-				p, err := getPod(ctx, cs, pod)
-				if err != nil {
-					return v1.ResourceHealth{}, err
-				}
-				var seen []string
-				for _, st := range p.Status.ContainerStatuses {
-					for _, rs := range st.AllocatedResourcesStatus {
-						for _, r := range rs.Resources {
-							if rs.Name == name && string(r.ResourceID) == id {
-								return r, nil
-							}
-							seen = append(seen, fmt.Sprintf("%s %s=%s", rs.Name, r.ResourceID, r.Health))
-						}
-					}
-				}
-				return v1.ResourceHealth{}, fmt.Errorf("no %s %s in allocatedResourcesStatus (have %v)", name, id, seen)
-			}
+			health := func(ctx context.Context) (v1.ResourceHealth, error) { return podDeviceHealth(ctx, cs, pod, name, id) }
 
 			ginkgo.By(fmt.Sprintf("%s is reported Healthy while it works", id))
 			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
@@ -222,7 +195,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			message := "faultline: uncorrectable ECC error in namespace " + f.Namespace.Name
 			ginkgo.By(fmt.Sprintf("%s breaks (taint effect None: the pod keeps running)", id))
 			failedAt := time.Now()
-			_, err = draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNone, message)
+			_, err := draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNone, message)
 			ginkgo.DeferCleanup(func(ctx context.Context) error { return repairDevice(ctx, cs, firstDriver, node, dev.Device) })
 			framework.ExpectNoError(err)
 			var got v1.ResourceHealth
@@ -242,6 +215,46 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
 		})
 })
+
+// requireHealthGates skips the spec when the kubelet on node does not
+// report device health in pod status: one of gates disabled or unknown to
+// it (kubernetes_feature_enabled in its /metrics).
+func requireHealthGates(ctx context.Context, cs clientset.Interface, node string, gates ...string) {
+	ginkgo.GinkgoHelper()
+	have, err := kubeletFeatureGates(ctx, cs, node)
+	framework.ExpectNoError(err)
+	var missing []string
+	for _, g := range gates {
+		if enabled, known := have[g]; !enabled {
+			missing = append(missing, fmt.Sprintf("%s (%s)", g, map[bool]string{true: "disabled", false: "unknown to the kubelet"}[known]))
+		}
+	}
+	if len(missing) > 0 {
+		ginkgo.Skip(fmt.Sprintf("the kubelet on node %s does not report device health in pod status: feature gate %s (kubernetes_feature_enabled in its /metrics)",
+			node, strings.Join(missing, ", ")))
+	}
+}
+
+// podDeviceHealth returns the health the pod's status reports for device
+// id (deviceID) of the pod's claim resource name ("claim:<pod claim>").
+func podDeviceHealth(ctx context.Context, cs clientset.Interface, pod *v1.Pod, name v1.ResourceName, id string) (v1.ResourceHealth, error) {
+	p, err := getPod(ctx, cs, pod)
+	if err != nil {
+		return v1.ResourceHealth{}, err
+	}
+	var seen []string
+	for _, st := range p.Status.ContainerStatuses {
+		for _, rs := range st.AllocatedResourcesStatus {
+			for _, r := range rs.Resources {
+				if rs.Name == name && string(r.ResourceID) == id {
+					return r, nil
+				}
+				seen = append(seen, fmt.Sprintf("%s %s=%s", rs.Name, r.ResourceID, r.Health))
+			}
+		}
+	}
+	return v1.ResourceHealth{}, fmt.Errorf("no %s %s in allocatedResourcesStatus (have %v)", name, id, seen)
+}
 
 // runningDeploymentPod waits for a Running pod with labels other than
 // notUID and returns it.

@@ -27,9 +27,16 @@
 //	              device and claim is named, the healthy driver's claim is
 //	              unprepared exactly once, also when the pod is
 //	              deleted while the other driver keeps failing
+//	cdi.go        a prepare failing for one of two drivers is retried: the
+//	              container gets each driver's CDI device exactly once,
+//	              counted by the runtime's injections (kubernetes#140274),
+//	              and the healthy driver's claim is prepared once
 //	device.go     a device failing while in use: NoExecute taint evicts, the
 //	              replacement gets a healthy device (Serial); health in pod
 //	              status
+//	health.go     the driver's health stream drops: the device's health is
+//	              Unknown in the pod status while it is down, Healthy again
+//	              once the kubelet has reconnected (second driver: not Serial)
 //	scope.go      the fixtures open no door: the API server refuses a claim
 //	              of the fake driver's class with a FaultSpec outside
 //	              faultline's own namespaces

@@ -17,7 +17,8 @@ import (
 // dumpOnFailure registers, for the current spec, a dump of what the
 // framework does not dump itself (it does namespace events and pods): every
 // ResourceClaim of the namespace with its status, each driver's call record
-// for it, and the driver log lines that mention its UID. Call it in a
+// for it, and the driver log lines that mention its UID; each driver's
+// devices and health stream record. Call it in a
 // BeforeEach after framework.NewDefaultFramework, so that it runs before
 // the namespace is deleted.
 func dumpOnFailure(f *framework.Framework) {
@@ -66,6 +67,9 @@ func dumpClaims(ctx context.Context, f *framework.Framework) {
 			devs, err := draClient().On(pod.Spec.NodeName, d).Devices(ctx)
 			j, _ := json.Marshal(devs)
 			fmt.Fprintf(&b, "--- %s on %s: GET /devices: %s %v\n", d.Name, pod.Spec.NodeName, j, err)
+			events, err := draClient().On(pod.Spec.NodeName, d).HealthStream(ctx)
+			j, _ = json.Marshal(events)
+			fmt.Fprintf(&b, "--- %s on %s: GET /healthstream: %s %v\n", d.Name, pod.Spec.NodeName, j, err)
 		}
 	}
 	framework.Logf("DRA dump for %s:%s", f.Namespace.Name, b.String())

@@ -24,6 +24,18 @@ import "time"
 // NodePrepareResources deadline: the kubelet gives every DRA call 45 s
 // (pkg/kubelet/cm/dra/plugin: defaultClientCallTimeout), after which the
 // driver sees its context cancelled.
+//
+// Health stream (KEP-4680), the same in v1.36.3 and v1.37.2: the kubelet
+// watches each driver's NodeWatchResources stream in a loop that starts it
+// again 5 s after it ended, for ever, without backoff
+// (pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go: wait.UntilWithContext(...,
+// 5*time.Second)). When a stream ends, the kubelet forgets the driver's
+// device health (pkg/kubelet/cm/dra/manager.go, HandleWatchResourcesStream:
+// healthInfoCache.clearDriver), so its devices read Unknown, but it tells no
+// pod: the pod status shows Unknown only when the pod is synced next, at
+// its resync (the pod worker's requeue, 60-90 s, measured above for the
+// prepare retries). The first message of a new stream is news for every
+// device and updates the pods that use them at once.
 const (
 	// kubeletResync is the kubelet's syncFrequency (default 1m).
 	kubeletResync = time.Minute
@@ -60,4 +72,20 @@ const (
 	healthTimeout = time.Minute
 	// poll is how often specs look at pods, claims and call records.
 	poll = 2 * time.Second
+
+	// healthReconnectPeriod is how long after a health stream ended the
+	// kubelet starts the next one.
+	healthReconnectPeriod = 5 * time.Second
+	// healthStreamDown is how long a StreamDrop fault keeps the driver's
+	// health stream down (reconnects refused): long enough for the
+	// kubelet to publish the devices as Unknown, which waits for the pod's
+	// next resync (at most prepareRetryMax), plus healthTimeout for the
+	// status write.
+	healthStreamDown = prepareRetryMax + healthTimeout
+
+	// cdiRounds bounds the fresh pods the CDI spec starts until the kubelet
+	// calls the healthy driver before the failing one in the failed
+	// attempt (Go map order: 1/2 per round), the case in which a kubelet
+	// without kubernetes#140274 duplicates its devices.
+	cdiRounds = 5
 )

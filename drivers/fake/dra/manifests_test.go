@@ -53,6 +53,8 @@ func render(t *testing.T, v fixtures.Values) []runtime.Object {
 // drivers; the second differs only in name, labels, driver name and device
 // count.
 const (
+	// cdiDir is containerd's and CRI-O's default CDI spec directory.
+	cdiDir             = "/var/run/cdi"
 	secondDriverName   = "second.dra.faultline.k8s.io"
 	defaultDeviceClass = "faultline.k8s.io"
 	secondDeviceClass  = "second.faultline.k8s.io"
@@ -101,7 +103,7 @@ func TestManifests(t *testing.T) {
 		daemonSet, driverName, class, devices string
 	}{
 		{"fake-dra-driver", driver.DefaultDriverName, "faultline.k8s.io", "--devices=8"},
-		{"fake-dra-driver-second", secondDriverName, secondDeviceClass, "--devices=4"},
+		{"fake-dra-driver-second", secondDriverName, secondDeviceClass, "--devices=8"},
 	} {
 		ds, class := daemonSets[want.daemonSet], classes[want.class]
 		if ds == nil || class == nil {
@@ -229,7 +231,8 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccoun
 	}
 	ownDir := "/var/lib/kubelet/plugins/" + driverName
 	if !slices.Contains(c.Args, "--driver-name="+driverName) || !slices.Contains(c.Args, devices) ||
-		!slices.Contains(c.Args, "--plugin-data-dir="+ownDir) || !slices.Contains(c.Args, "--registrar-dir=/var/lib/kubelet/plugins_registry") {
+		!slices.Contains(c.Args, "--plugin-data-dir="+ownDir) || !slices.Contains(c.Args, "--registrar-dir=/var/lib/kubelet/plugins_registry") ||
+		!slices.Contains(c.Args, "--cdi-dir="+cdiDir) {
 		t.Errorf("%s: args %v", ds.Name, c.Args)
 	}
 	// Loopback only, on the port drivers/fake/dra/client uses.
@@ -275,19 +278,20 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccoun
 			t.Errorf("%s: volume %s must be a hostPath mounted at the same path (kubelet and driver must agree on socket paths)", ds.Name, v.Name)
 		}
 	}
-	// Only the driver's own plugin directory and the registration
-	// directory (see the DaemonSet for why that one is whole).
+	// Only the driver's own plugin directory, the registration directory
+	// and the runtime's CDI spec directory (see the DaemonSet for why the
+	// last two are whole).
 	var hostPaths []string
 	for _, v := range pod.Volumes {
 		if v.HostPath != nil {
 			hostPaths = append(hostPaths, v.HostPath.Path)
-			if v.HostPath.Path == ownDir && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
-				t.Errorf("%s: %s must be DirectoryOrCreate", ds.Name, ownDir)
+			if (v.HostPath.Path == ownDir || v.HostPath.Path == cdiDir) && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
+				t.Errorf("%s: %s must be DirectoryOrCreate", ds.Name, v.HostPath.Path)
 			}
 		}
 	}
 	slices.Sort(hostPaths)
-	if want := []string{ownDir, "/var/lib/kubelet/plugins_registry"}; !slices.Equal(hostPaths, want) || len(mounts) != 2 {
+	if want := []string{ownDir, "/var/lib/kubelet/plugins_registry", cdiDir}; !slices.Equal(hostPaths, want) || len(mounts) != 3 {
 		t.Errorf("%s: host paths %v (mounts %v), want exactly %v", ds.Name, hostPaths, mounts, want)
 	}
 }

@@ -1,8 +1,8 @@
 // Package client is the typed access to a deployment of the fake DRA driver
 // (drivers/fake/dra, deployed by fixtures/dra): its two driver instances,
-// each one's call record and devices per node, breaking, repairing and
-// resetting devices at run time, and the claim configuration that hands a
-// driver a FaultSpec (package faultspec). Everything goes through the API
+// each one's call record, devices and health streams per node, breaking,
+// repairing and resetting devices at run time, and the claim configuration
+// that hands a driver a FaultSpec (package faultspec). Everything goes through the API
 // server (port-forwards to the driver's loopback, drivers/fake/client), so it
 // works on any cluster, not only kind.
 //
@@ -46,7 +46,7 @@ var (
 	// (daemonset-second.yaml.tmpl).
 	Second = Driver{
 		Name: "second.dra.faultline.k8s.io", DeviceClass: "second.faultline.k8s.io",
-		Selector: "app.kubernetes.io/name=fake-dra-driver-second", Devices: 4,
+		Selector: "app.kubernetes.io/name=fake-dra-driver-second", Devices: 8,
 	}
 	// Drivers are both.
 	Drivers = []Driver{First, Second}
@@ -130,6 +130,15 @@ func (n Node) Calls(ctx context.Context, claimUID string) (calls.Report, error) 
 func (n Node) Devices(ctx context.Context) ([]driver.DeviceState, error) {
 	var out []driver.DeviceState
 	err := n.get(ctx, "/devices", nil, &out)
+	return out, err
+}
+
+// HealthStream returns the record of the kubelet's health streams to the
+// driver on the node, oldest first (GET /healthstream): each stream it
+// opened, each StreamDrop that ended them, each reconnect refused meanwhile.
+func (n Node) HealthStream(ctx context.Context) ([]driver.StreamEvent, error) {
+	var out []driver.StreamEvent
+	err := n.get(ctx, "/healthstream", nil, &out)
 	return out, err
 }
 

@@ -32,6 +32,9 @@ func TestFaultSpecRoundTrip(t *testing.T) {
 		client.Faults([]faultspec.Fault{{Type: faultspec.Permanent, Reason: faultspec.DeviceFailed, TaintEffect: faultspec.TaintNoSchedule, Devices: []string{"dev-1"}}}, nil),
 		client.Faults([]faultspec.Fault{{Type: faultspec.Stall, Duration: "1m30s", Count: ptr.To(1)}}, nil),
 		client.Faults(nil, []faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(3), Message: "faultline: transient unprepare failure"}}),
+		withCDI(client.Faults([]faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(1), Message: "faultline: transient failure"}}, nil)),
+		withCDI(client.Faults(nil, nil)),
+		{APIVersion: faultspec.APIVersion, Kind: faultspec.Kind, Health: []faultspec.HealthFault{{Type: faultspec.StreamDrop, Duration: "2m30s", Message: "faultline: health stream dropped"}}},
 	} {
 		cfg, err := client.Second.Config(spec, "a", "b")
 		if err != nil {
@@ -50,6 +53,11 @@ func TestFaultSpecRoundTrip(t *testing.T) {
 			t.Errorf("round trip: got %+v, want %+v", *parsed, spec)
 		}
 	}
+}
+
+func withCDI(spec faultspec.FaultSpec) faultspec.FaultSpec {
+	spec.CDI = &faultspec.CDI{Hook: true}
+	return spec
 }
 
 // An invalid FaultSpec is written as given (a spec checks that the driver
@@ -92,6 +100,9 @@ func TestControlsThroughPortForwards(t *testing.T) {
 	mux.HandleFunc("POST /reset", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, driver.RepairResponse{Repaired: []string{"dev-1"}})
 	})
+	mux.HandleFunc("GET /healthstream", func(w http.ResponseWriter, r *http.Request) {
+		reply(w, []driver.StreamEvent{{Event: driver.StreamOpened}, {Event: driver.StreamDropped, ClaimUID: "uid-1", Streams: 1}})
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	pods := podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
@@ -120,6 +131,9 @@ func TestControlsThroughPortForwards(t *testing.T) {
 	}
 	if repaired, err := node.Reset(ctx); err != nil || !reflect.DeepEqual(repaired, []string{"dev-1"}) {
 		t.Errorf("reset: %v, %v", repaired, err)
+	}
+	if events, err := node.HealthStream(ctx); err != nil || len(events) != 2 || events[1].Event != driver.StreamDropped || events[1].ClaimUID != "uid-1" {
+		t.Errorf("health stream: %+v, %v", events, err)
 	}
 	if pods, err := drivers.Pods(ctx, client.First); err != nil || len(pods) != 1 {
 		t.Errorf("pods: %v, %v", pods, err)

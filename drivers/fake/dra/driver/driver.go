@@ -54,6 +54,13 @@ type Config struct {
 	GCInterval time.Duration
 	// ClaimStatus enables writing ResourceClaim status.devices conditions.
 	ClaimStatus bool
+	// CDIDir is the runtime's CDI spec directory (/var/run/cdi), where the
+	// driver writes the CDI specs of claims that ask for CDI devices
+	// (FaultSpec cdi). Empty: such claims fail to prepare.
+	CDIDir string
+	// CDIHookPath is the startContainer hook binary as the container sees
+	// it (default DefaultCDIHookPath).
+	CDIHookPath string
 	// OnFatal is called with errors after which the driver cannot go on
 	// (e.g. the gRPC server died). Typically cancels the main context.
 	OnFatal func(error)
@@ -73,6 +80,7 @@ type Driver struct {
 	helper   *kubeletplugin.Helper
 	cancel   context.CancelFunc
 	reg      registration
+	streams  *healthStreams
 	wg       sync.WaitGroup
 
 	mu     sync.Mutex
@@ -127,9 +135,13 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.GCInterval == 0 {
 		cfg.GCInterval = 10 * time.Second
 	}
+	if cfg.CDIHookPath == "" {
+		cfg.CDIHookPath = DefaultCDIHookPath
+	}
 	d := &Driver{
 		cfg:      cfg,
 		recorder: cfg.Recorder,
+		streams:  newHealthStreams(),
 		claims:   map[types.UID]*claimState{},
 	}
 	d.devices = newInventory(cfg.DriverName, cfg.NodeName, cfg.Devices)

@@ -46,6 +46,12 @@ type harness struct {
 
 func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 	t.Helper()
+	return newHarnessWith(t, nil, claims...)
+}
+
+// newHarnessWith is newHarness with a change to the driver's Config.
+func newHarnessWith(t *testing.T, change func(*Config), claims ...*resourceapi.ResourceClaim) *harness {
+	t.Helper()
 	t.Parallel() // each harness waits ~1s for the ResourceSlice informer
 	// Buffered too, so that tests can check what the driver logged.
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
@@ -71,7 +77,7 @@ func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 			t.Fatal(err)
 		}
 	}
-	drv, err := Start(ctx, Config{
+	cfg := Config{
 		NodeName:      testNode,
 		KubeClient:    client,
 		Gate:          scope.Static{testNamespace},
@@ -81,7 +87,11 @@ func newHarness(t *testing.T, claims ...*resourceapi.ResourceClaim) *harness {
 		GCInterval:    -1, // tests call RepairOrphanedDevices themselves
 		ClaimStatus:   true,
 		OnFatal:       func(err error) { t.Errorf("fatal driver error: %v", err) },
-	})
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	drv, err := Start(ctx, cfg)
 	if err != nil {
 		cancel()
 		t.Fatalf("Start: %v", err)

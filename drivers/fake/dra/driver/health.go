@@ -19,21 +19,36 @@ import (
 // Each message is the complete list of devices. It is sent on connect, on
 // every change and every HealthInterval: the kubelet marks a device Unknown
 // when it has not heard about it for its health check timeout.
+//
+// A StreamDrop fault (healthstream.go) ends the stream with Unavailable
+// and refuses new ones for a while; every stream is recorded.
 func (d *Driver) NodeWatchResources(_ *drahealthv1alpha1.NodeWatchResourcesRequest, stream grpc.ServerStreamingServer[drahealthv1alpha1.NodeWatchResourcesResponse]) error {
 	ctx := stream.Context()
 	logger := klog.FromContext(ctx)
+	dropped, err := d.streams.open()
+	if err != nil {
+		logger.V(2).Info("Kubelet's health stream refused (StreamDrop fault)", "err", err)
+		return err
+	}
 	logger.V(2).Info("Kubelet started watching device health")
 	ticker := time.NewTicker(d.cfg.HealthInterval)
 	defer ticker.Stop()
 	for {
 		failed, changed := d.devices.failures()
 		if err := stream.Send(d.healthResponse(failed)); err != nil {
+			d.streams.closed(err, false)
 			return err
 		}
 		select {
 		case <-ctx.Done():
+			d.streams.closed(nil, false)
 			logger.V(2).Info("Kubelet stopped watching device health")
 			return nil
+		case <-dropped:
+			d.streams.closed(nil, true)
+			err := d.streams.endStatus()
+			logger.V(2).Info("Health stream ended by a StreamDrop fault", "err", err)
+			return err
 		case <-changed:
 		case <-ticker.C:
 		}

@@ -24,6 +24,9 @@ import (
 type plan struct {
 	targets  []target
 	warnings []string
+	// health are the health faults of config entries whose scope covers
+	// at least one of the claim's devices of this driver.
+	health []faultspec.HealthFault
 }
 
 type target struct {
@@ -33,6 +36,9 @@ type target struct {
 	// badConfig is set when a FaultSpec scoped to this device is invalid;
 	// every prepare then fails permanent/BadConfiguration with this text.
 	badConfig string
+	// cdi is set when a FaultSpec scoped to this device asks for a CDI
+	// device (cdi.go); several entries merge (a hook if any asks).
+	cdi *faultspec.CDI
 }
 
 func (p *plan) devices() []calls.Device {
@@ -114,6 +120,16 @@ func (d *Driver) planFor(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		}
 		apply(spec.Prepare, func(t *target, f faultspec.Fault) { t.prepare = append(t.prepare, f) })
 		apply(spec.Unprepare, func(t *target, f faultspec.Fault) { t.unprepare = append(t.unprepare, f) })
+		if slices.ContainsFunc(p.targets, inScope) {
+			p.health = append(p.health, spec.Health...)
+		}
+		if spec.CDI != nil {
+			for j := range p.targets {
+				if t := &p.targets[j]; inScope(*t) {
+					t.cdi = &faultspec.CDI{Hook: spec.CDI.Hook || (t.cdi != nil && t.cdi.Hook)}
+				}
+			}
+		}
 	}
 	return p
 }

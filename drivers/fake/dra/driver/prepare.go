@@ -71,6 +71,13 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		if interrupted && len(w.stalled) > 0 {
 			failures = append(failures, stallFailures(ctx, w.stalled, stalled, longest)...)
 		}
+		if len(failures) == 0 && w.plan.wantsCDI() {
+			// Before the kubelet gets the CDI IDs: the runtime resolves
+			// them when it creates the container.
+			if err := d.writeCDISpec(w.claim.UID, w.plan); err != nil {
+				failures = append(failures, cdiFailures(w.plan, err)...)
+			}
+		}
 
 		if len(failures) > 0 {
 			text := d.errorText(calls.Prepare, w.claim.Namespace, w.claim.Name, string(w.claim.UID), w.attempt, len(w.plan.targets), failures)
@@ -82,7 +89,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			results[w.claim.UID] = kubeletplugin.PrepareResult{Err: errors.New(text)}
 			rec.Outcome, rec.Classification, rec.Permanent, rec.Error = calls.Failed, label, permanent, text
 		} else {
-			devices, repeat := d.markPrepared(w.st, w.plan)
+			devices, repeat := d.markPrepared(w.claim.UID, w.st, w.plan)
 			results[w.claim.UID] = kubeletplugin.PrepareResult{Devices: devices}
 			rec.Outcome = calls.Prepared
 			if repeat {
@@ -93,13 +100,30 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			d.writeClaimStatus(sideCtx, w.claim, w.st, w.plan, failures)
 		}
 		d.record(ctx, rec)
+		// Health faults fire once, when the claim is first prepared.
+		if rec.Outcome == calls.Prepared && len(w.plan.health) > 0 {
+			d.dropHealthStreams(ctx, w.claim.Namespace, w.claim.Name, w.claim.UID, w.plan.health)
+		}
 	}
 	return results, nil
 }
 
+// cdiFailures fails the devices that asked for CDI when their spec could
+// not be written.
+func cdiFailures(p *plan, err error) []deviceFailure {
+	var out []deviceFailure
+	for _, t := range p.targets {
+		if t.cdi != nil {
+			out = append(out, deviceFailure{Device: t.Device, class: classUnclassified, label: "cdi", detail: err.Error()})
+		}
+	}
+	return out
+}
+
 // markPrepared makes repeated preparation idempotent: the first success
-// stores the devices, later ones return exactly those.
-func (d *Driver) markPrepared(st *claimState, p *plan) (devices []kubeletplugin.Device, repeat bool) {
+// stores the devices, later ones return exactly those. A device that asked
+// for CDI carries its CDI ID (cdi.go).
+func (d *Driver) markPrepared(uid types.UID, st *claimState, p *plan) (devices []kubeletplugin.Device, repeat bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if st.prepared {
@@ -107,11 +131,15 @@ func (d *Driver) markPrepared(st *claimState, p *plan) (devices []kubeletplugin.
 	}
 	devices = make([]kubeletplugin.Device, 0, len(p.targets))
 	for _, t := range p.targets {
-		devices = append(devices, kubeletplugin.Device{
+		dev := kubeletplugin.Device{
 			Requests:   []string{t.Request},
 			PoolName:   t.Pool,
 			DeviceName: t.Device.Device,
-		})
+		}
+		if t.cdi != nil {
+			dev.CDIDeviceIDs = []string{CDIDeviceID(d.cfg.DriverName, string(uid), t.Device.Device)}
+		}
+		devices = append(devices, dev)
 	}
 	st.prepared, st.devices = true, devices
 	return devices, false

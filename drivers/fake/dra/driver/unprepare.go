@@ -72,6 +72,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 			if d.markUnprepared(w.st) {
 				rec.Outcome = calls.Unprepared
 			}
+			d.removeCDISpec(ctx, w.ref.UID)
 			results[w.ref.UID] = nil
 		}
 		d.record(ctx, rec)

@@ -29,6 +29,10 @@ const (
 	// MaxCount bounds count: a fault that fires more often is as good as
 	// one that never stops, which unprepare must not have.
 	MaxCount = 1000
+	// MaxStreamDown bounds how long a StreamDrop keeps the health stream
+	// down: every pod with a device of that driver on the node shows its
+	// health Unknown meanwhile.
+	MaxStreamDown = 10 * time.Minute
 )
 
 // FaultSpec is the JSON object in ResourceClaim
@@ -40,6 +44,58 @@ type FaultSpec struct {
 	Prepare []Fault `json:"prepare,omitempty"`
 	// Unprepare faults apply to NodeUnprepareResources calls.
 	Unprepare []Fault `json:"unprepare,omitempty"`
+	// Health faults act on the driver's DRAResourceHealth stream
+	// (NodeWatchResources) on the claim's node, once, when the claim is
+	// first prepared. The stream is the driver's, not the claim's: every
+	// device of the driver on that node is affected.
+	Health []HealthFault `json:"health,omitempty"`
+	// CDI, when set, makes the driver hand the kubelet a CDI device for
+	// each of the claim's devices in the config entry's scope (none
+	// otherwise). Not a fault: a witness the runtime writes (see CDI).
+	CDI *CDI `json:"cdi,omitempty"`
+}
+
+// HealthFaultType says what a health fault does.
+type HealthFaultType string
+
+const (
+	// StreamDrop ends every open NodeWatchResources stream of the driver
+	// on the claim's node with the gRPC status Unavailable, and refuses
+	// (Unavailable) the kubelet's reconnects for Duration; the first
+	// reconnect after that is served again.
+	StreamDrop HealthFaultType = "StreamDrop"
+)
+
+// HealthFault is one injected failure of the health stream.
+type HealthFault struct {
+	Type HealthFaultType `json:"type"`
+	// Duration: how long after the drop reconnects are refused, a Go
+	// duration of at most MaxStreamDown. Empty: the first reconnect is
+	// served.
+	Duration string `json:"duration,omitempty"`
+	// Message is appended to the status the stream ends with.
+	Message string `json:"message,omitempty"`
+}
+
+// DownDuration returns the parsed Duration (0 when empty); only valid
+// after Parse.
+func (h HealthFault) DownDuration() time.Duration {
+	d, _ := time.ParseDuration(h.Duration)
+	return d
+}
+
+// CDI shapes the CDI devices of a claim. Each device's CDI spec sets one
+// environment variable in the container, named after driver, claim and
+// device, whose value is the device's CDI ID (driver.CDIEnvKey).
+type CDI struct {
+	// Hook adds an OCI startContainer hook to each device: the runtime
+	// runs it inside the container, before the container's command, once
+	// for every time it injected the device, and it appends the device's
+	// CDI ID to a file in the container's /dev/shm. It counts injections,
+	// which environment variables cannot (a second copy of a variable
+	// replaces the first). The container's image must hold the hook
+	// binary (faultline's fakes image does).
+	Hook bool `json:"hook,omitempty"`
 }
 
 // Type says how a fault behaves.
@@ -176,6 +232,9 @@ func (s *FaultSpec) normalize() {
 	if len(s.Unprepare) == 0 {
 		s.Unprepare = nil
 	}
+	if len(s.Health) == 0 {
+		s.Health = nil
+	}
 	for _, faults := range [][]Fault{s.Prepare, s.Unprepare} {
 		for i := range faults {
 			if len(faults[i].Devices) == 0 {
@@ -229,6 +288,33 @@ func (s *FaultSpec) validate() []string {
 	}
 	for i, f := range s.Unprepare {
 		problems = append(problems, f.validate(fmt.Sprintf("unprepare[%d]", i), true)...)
+	}
+	for i, h := range s.Health {
+		problems = append(problems, h.validate(fmt.Sprintf("health[%d]", i))...)
+	}
+	return problems
+}
+
+// validate checks one health fault.
+func (h HealthFault) validate(path string) []string {
+	var problems []string
+	switch h.Type {
+	case StreamDrop:
+	case "":
+		problems = append(problems, path+".type: required, one of StreamDrop")
+	default:
+		problems = append(problems, fmt.Sprintf("%s.type: unknown health fault type %q, want StreamDrop", path, h.Type))
+	}
+	if h.Duration != "" {
+		d, err := time.ParseDuration(h.Duration)
+		switch {
+		case err != nil:
+			problems = append(problems, fmt.Sprintf("%s.duration: invalid duration %q: want a Go duration such as \"90s\"", path, h.Duration))
+		case d <= 0:
+			problems = append(problems, fmt.Sprintf("%s.duration: must be positive, got %q (leave it out to serve the first reconnect)", path, h.Duration))
+		case d > MaxStreamDown:
+			problems = append(problems, fmt.Sprintf("%s.duration: %q is longer than the cap of %s", path, h.Duration, MaxStreamDown))
+		}
 	}
 	return problems
 }

@@ -36,6 +36,30 @@ func TestParseValid(t *testing.T) {
 	}
 }
 
+func TestParseHealthAndCDI(t *testing.T) {
+	spec, err := Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec",
+	  "health":[{"type":"StreamDrop","duration":"2m30s","message":"gone"},{"type":"StreamDrop"}],
+	  "cdi":{"hook":true}}`))
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if len(spec.Health) != 2 || spec.Health[0].DownDuration() != 150*time.Second || spec.Health[1].DownDuration() != 0 || spec.Health[0].Message != "gone" {
+		t.Errorf("health: %+v", spec.Health)
+	}
+	if spec.CDI == nil || !spec.CDI.Hook {
+		t.Errorf("cdi: %+v", spec.CDI)
+	}
+	// An empty cdi object asks for CDI devices without the hook.
+	spec, err = Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","cdi":{},"health":[]}`))
+	if err != nil || spec.CDI == nil || spec.CDI.Hook || spec.Health != nil {
+		t.Errorf("cdi {}: %+v, %v", spec, err)
+	}
+	spec, err = Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","cdi":null}`))
+	if err != nil || spec.CDI != nil {
+		t.Errorf("cdi null: %+v, %v", spec, err)
+	}
+}
+
 // Every invalid spec must be rejected with a message naming the bad field,
 // because that message is what a spec writer sees in the pod's events.
 func TestParseInvalid(t *testing.T) {
@@ -88,6 +112,17 @@ func TestParseInvalid(t *testing.T) {
 			[]string{`unprepare[0].count: required for Stall on unprepare`}},
 		"all problems reported": {`{` + head + `,"prepare":[{"type":"Stall","duration":"x"},{"type":"Transient","count":-2}]}`,
 			[]string{`prepare[0].duration`, `prepare[1].count: must not be negative`}},
+		"health no type":          {`{` + head + `,"health":[{"duration":"1m"}]}`, []string{`health[0].type: required, one of StreamDrop`}},
+		"health unknown type":     {`{` + head + `,"health":[{"type":"Drop"}]}`, []string{`health[0].type: unknown health fault type "Drop"`}},
+		"health fault as prepare": {`{` + head + `,"prepare":[{"type":"StreamDrop"}]}`, []string{`prepare[0].type: unknown fault type "StreamDrop"`}},
+		"health bad duration":     {`{` + head + `,"health":[{"type":"StreamDrop","duration":"2 minutes"}]}`, []string{`health[0].duration: invalid duration "2 minutes"`}},
+		"health zero duration":    {`{` + head + `,"health":[{"type":"StreamDrop","duration":"0s"}]}`, []string{`health[0].duration: must be positive`}},
+		"health over the cap":     {`{` + head + `,"health":[{"type":"StreamDrop","duration":"10m0.1s"}]}`, []string{`health[0].duration: "10m0.1s" is longer than the cap of 10m0s`}},
+		"health count":            {`{` + head + `,"health":[{"type":"StreamDrop","count":1}]}`, []string{`unknown field "health[0].count"`}},
+		"health devices":          {`{` + head + `,"health":[{"type":"StreamDrop","devices":["dev-0"]}]}`, []string{`unknown field "health[0].devices"`}},
+		"cdi unknown field":       {`{` + head + `,"cdi":{"hooks":true}}`, []string{`unknown field "cdi.hooks"`}},
+		"cdi not an object":       {`{` + head + `,"cdi":true}`, []string{"parameters:", "cdi"}},
+		"cdi hook type":           {`{` + head + `,"cdi":{"hook":"yes"}}`, []string{"parameters:", "hook"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.raw))
@@ -110,16 +145,21 @@ func TestParseInvalid(t *testing.T) {
 func TestSuitesFaultSpecsValid(t *testing.T) {
 	one, two, three := 1, 2, 3
 	for name, spec := range map[string]FaultSpec{
-		"transient":            {Prepare: []Fault{{Type: Transient, Count: &two, Message: "faultline: transient failure"}}},
-		"unclassified once":    {Prepare: []Fault{{Type: Unclassified, Count: &one, Message: "faultline: no classification"}}},
-		"unclassified always":  {Prepare: []Fault{{Type: Unclassified, Message: "faultline: never works"}}},
-		"permanent":            {Prepare: []Fault{{Type: Permanent, Reason: BadConfiguration, Message: "faultline: mode X needs firmware 2"}}},
-		"stall past the 45s":   {Prepare: []Fault{{Type: Stall, Duration: (2 * 45 * time.Second).String(), Count: &one}}},
-		"transient unprepare":  {Unprepare: []Fault{{Type: Transient, Count: &three, Message: "faultline: transient unprepare failure"}}},
-		"device failed":        {Prepare: []Fault{{Type: Permanent, Reason: DeviceFailed, TaintEffect: TaintNone, Devices: []string{"dev-1"}}}},
-		"stall at the cap":     {Prepare: []Fault{{Type: Stall, Duration: MaxStall.String()}}},
-		"unprepare stall once": {Unprepare: []Fault{{Type: Stall, Duration: "1m", Count: &one}}},
-		"transient at the cap": {Prepare: []Fault{{Type: Transient, Count: ptrTo(MaxCount)}}},
+		"transient":              {Prepare: []Fault{{Type: Transient, Count: &two, Message: "faultline: transient failure"}}},
+		"unclassified once":      {Prepare: []Fault{{Type: Unclassified, Count: &one, Message: "faultline: no classification"}}},
+		"unclassified always":    {Prepare: []Fault{{Type: Unclassified, Message: "faultline: never works"}}},
+		"permanent":              {Prepare: []Fault{{Type: Permanent, Reason: BadConfiguration, Message: "faultline: mode X needs firmware 2"}}},
+		"stall past the 45s":     {Prepare: []Fault{{Type: Stall, Duration: (2 * 45 * time.Second).String(), Count: &one}}},
+		"transient unprepare":    {Unprepare: []Fault{{Type: Transient, Count: &three, Message: "faultline: transient unprepare failure"}}},
+		"device failed":          {Prepare: []Fault{{Type: Permanent, Reason: DeviceFailed, TaintEffect: TaintNone, Devices: []string{"dev-1"}}}},
+		"stall at the cap":       {Prepare: []Fault{{Type: Stall, Duration: MaxStall.String()}}},
+		"unprepare stall once":   {Unprepare: []Fault{{Type: Stall, Duration: "1m", Count: &one}}},
+		"transient at the cap":   {Prepare: []Fault{{Type: Transient, Count: ptrTo(MaxCount)}}},
+		"cdi with hook":          {CDI: &CDI{Hook: true}},
+		"transient with cdi":     {Prepare: []Fault{{Type: Transient, Count: &one, Message: "faultline: transient failure"}}, CDI: &CDI{Hook: true}},
+		"stream drop":            {Health: []HealthFault{{Type: StreamDrop, Duration: (150 * time.Second).String(), Message: "faultline: health stream dropped"}}},
+		"stream drop at the cap": {Health: []HealthFault{{Type: StreamDrop, Duration: MaxStreamDown.String()}}},
+		"stream drop once":       {Health: []HealthFault{{Type: StreamDrop}}},
 	} {
 		spec.APIVersion, spec.Kind = APIVersion, Kind
 		raw, err := json.Marshal(spec)

@@ -15,7 +15,8 @@ const maxParameters = 10 << 10
 // FuzzParse: any opaque parameters are parsed without panic; an error is
 // an *InvalidError; an accepted FaultSpec satisfies the rules (stalls within
 // MaxStall, counts within MaxCount, unprepare faults that end, device names
-// valid and unique) and re-marshals and re-parses to the same value.
+// valid and unique, health faults of a known type down for at most
+// MaxStreamDown) and re-marshals and re-parses to the same value.
 func FuzzParse(f *testing.F) {
 	const head = `"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec"`
 	for _, s := range []string{
@@ -36,6 +37,14 @@ func FuzzParse(f *testing.F) {
 		`{` + head + `,"Prepare":[{"Type":"Transient","Count":1}]}`,
 		`{` + head + `,"prepare":null}`,
 		`{` + head + `,"prepare":[null]}`,
+		`{` + head + `,"health":[{"type":"StreamDrop","duration":"2m30s","message":"gone"},{"type":"StreamDrop"}],"cdi":{"hook":true}}`,
+		`{` + head + `,"health":[{"type":"StreamDrop","duration":"0s"}]}`,
+		`{` + head + `,"health":[{"type":"StreamDrop","duration":"11m"}]}`,
+		`{` + head + `,"health":[{"type":"Drop","count":1}]}`,
+		`{` + head + `,"health":[],"cdi":{}}`,
+		`{` + head + `,"health":null,"cdi":null}`,
+		`{` + head + `,"cdi":{"hook":false},"cdi":{"hook":true}}`,
+		`{` + head + `,"cdi":[]}`,
 		`{"apiVersion":"v1"}`, `null`, `[]`, `"x"`, ``, `{`, `{}`,
 	} {
 		f.Add([]byte(s))
@@ -87,6 +96,17 @@ func checkInvariants(t *testing.T, spec *FaultSpec) {
 					t.Errorf("%s[%d]: device %q accepted", phase, i, d)
 				}
 			}
+		}
+	}
+	if spec.Health != nil && len(spec.Health) == 0 {
+		t.Errorf("empty health list not normalized to nil")
+	}
+	for i, h := range spec.Health {
+		if h.Type != StreamDrop {
+			t.Errorf("health[%d]: type %q accepted", i, h.Type)
+		}
+		if d := h.DownDuration(); d < 0 || d > MaxStreamDown || (h.Duration != "" && d == 0) {
+			t.Errorf("health[%d]: duration %q accepted, outside (0, %s]", i, h.Duration, MaxStreamDown)
 		}
 	}
 }

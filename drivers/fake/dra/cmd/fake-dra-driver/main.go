@@ -14,6 +14,17 @@
 //	POST /devices/repair?device=dev-N
 //	                           repair one device
 //	POST /reset                repair all devices (taints, health)
+//	GET  /healthstream         the kubelet's health streams: opened, dropped
+//	                           by a StreamDrop fault, refused, closed (JSON)
+//
+// Two subcommands run inside a test container (the fakes image holds this
+// binary), for claims whose FaultSpec asks for CDI devices:
+//
+//	fake-dra-driver cdi-hook <CDI ID>  the devices' OCI startContainer hook:
+//	                                   appends the ID to /dev/shm/faultline-cdi-hooks
+//	fake-dra-driver cdi-witness        prints the container's CDI environment
+//	                                   variables and that record, then waits
+//	                                   for SIGTERM
 package main
 
 import (
@@ -42,6 +53,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case driver.CDIHookCommand:
+			os.Exit(driver.RunCDIHook(os.Args[2:], driver.CDIHookRecord, os.Stderr))
+		case driver.CDIWitnessCommand:
+			os.Exit(cdiWitness())
+		}
+	}
 	klog.InitFlags(nil)
 	var (
 		driverName     = flag.String("driver-name", driver.DefaultDriverName, "DRA driver name; DeviceClass selectors and claim configs must use the same")
@@ -54,6 +73,8 @@ func main() {
 		healthInterval = flag.Duration("health-interval", 10*time.Second, "how often device health is re-sent to the kubelet")
 		gcInterval     = flag.Duration("gc-interval", 10*time.Second, "how often failed devices of deleted claims are repaired")
 		claimStatus    = flag.Bool("claim-status", true, "write per-device conditions into ResourceClaim status.devices")
+		cdiDir         = flag.String("cdi-dir", "", "the runtime's CDI spec directory (e.g. /var/run/cdi), for claims whose FaultSpec asks for CDI devices; empty: such claims fail to prepare")
+		cdiHookPath    = flag.String("cdi-hook-path", driver.DefaultCDIHookPath, "the CDI devices' startContainer hook binary (this binary) as test containers see it")
 	)
 	flag.Parse()
 	if err := loopbackOnly(*httpAddress); err != nil {
@@ -65,6 +86,7 @@ func main() {
 		driverName: *driverName, nodeName: *nodeName, devices: *devices, httpAddress: *httpAddress,
 		pluginDataDir: *pluginDataDir, registrarDir: *registrarDir, kubeconfig: *kubeconfig,
 		healthInterval: *healthInterval, gcInterval: *gcInterval, claimStatus: *claimStatus,
+		cdiDir: *cdiDir, cdiHookPath: *cdiHookPath,
 	}); err != nil {
 		klog.ErrorS(err, "fake-dra-driver failed")
 		klog.Flush()
@@ -75,6 +97,7 @@ func main() {
 
 type config struct {
 	driverName, nodeName, httpAddress, pluginDataDir, registrarDir, kubeconfig string
+	cdiDir, cdiHookPath                                                        string
 	devices                                                                    int
 	healthInterval, gcInterval                                                 time.Duration
 	claimStatus                                                                bool
@@ -110,6 +133,13 @@ func run(cfg config) error {
 	// (DirectoryOrCreate) creates it already; this is for running elsewhere.
 	if err := os.MkdirAll(cfg.pluginDataDir, 0o750); err != nil {
 		return fmt.Errorf("create plugin data directory: %w", err)
+	}
+	// The runtime's directory: not created here (the DaemonSet's hostPath
+	// is), a typo must not go unnoticed until a claim asks for CDI.
+	if cfg.cdiDir != "" {
+		if st, err := os.Stat(cfg.cdiDir); err != nil || !st.IsDir() {
+			return fmt.Errorf("--cdi-dir %s: not a directory (%v)", cfg.cdiDir, err)
+		}
 	}
 
 	client := cfg.client
@@ -149,6 +179,8 @@ func run(cfg config) error {
 		HealthInterval: cfg.healthInterval,
 		GCInterval:     cfg.gcInterval,
 		ClaimStatus:    cfg.claimStatus,
+		CDIDir:         cfg.cdiDir,
+		CDIHookPath:    cfg.cdiHookPath,
 		OnFatal:        cancel,
 	})
 	if err != nil {
@@ -162,6 +194,7 @@ func run(cfg config) error {
 	mux.Handle("/devices/fail", drv.FailHandler())
 	mux.Handle("/devices/repair", drv.RepairHandler())
 	mux.Handle("/reset", drv.ResetHandler())
+	mux.Handle("/healthstream", drv.HealthStreamHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
 			return
@@ -220,4 +253,18 @@ func newClient(kubeconfig, nodeName string) (kubernetes.Interface, error) {
 		return nil, fmt.Errorf("kubernetes client: %w", err)
 	}
 	return client, nil
+}
+
+// cdiWitness is the command of a test container whose claims ask for CDI
+// devices: it prints what the runtime injected (driver.CDIWitness) and
+// then waits to be stopped, like cmd/testpod.
+func cdiWitness() int {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
+	if err := driver.CDIWitness(os.Stdout, os.Environ(), driver.CDIHookRecord); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra-driver cdi-witness:", err)
+		return 1
+	}
+	<-signals
+	return 0
 }

@@ -91,6 +91,9 @@ func TestRegistrationReadinessAndSIGTERM(t *testing.T) {
 	if code, body := get(t, base+"/calls"); code != http.StatusOK || !strings.Contains(body, `"calls": []`) {
 		t.Errorf("GET /calls: %d %q", code, body)
 	}
+	if code, body := get(t, base+"/healthstream"); code != http.StatusOK || strings.TrimSpace(body) != "[]" {
+		t.Errorf("GET /healthstream: %d %q", code, body)
+	}
 
 	// The kubelet stops the pod with SIGTERM; run has installed its handler
 	// (the HTTP API only starts after that), so this does not kill the test.
@@ -148,5 +151,21 @@ func TestLoopbackOnly(t *testing.T) {
 	err := run(config{driverName: driver.DefaultDriverName, nodeName: "node-a", httpAddress: ":0"})
 	if err == nil || !strings.Contains(err.Error(), "loopback") {
 		t.Errorf("run with a non-loopback address: %v", err)
+	}
+}
+
+// A --cdi-dir that is not a directory is refused at start, not when the
+// first claim asks for CDI devices.
+func TestCDIDirMustExist(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{file, filepath.Join(t.TempDir(), "missing")} {
+		err := run(config{driverName: driver.DefaultDriverName, nodeName: "node-a", httpAddress: "127.0.0.1:0",
+			pluginDataDir: t.TempDir(), cdiDir: dir})
+		if err == nil || !strings.Contains(err.Error(), "--cdi-dir "+dir) {
+			t.Errorf("%s: %v", dir, err)
+		}
 	}
 }
