@@ -170,19 +170,6 @@ func copyTree(src, dst string) error {
 		if info.Mode()&0o111 != 0 {
 			mode = 0o755
 		}
-		in, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		defer in.Close()
-		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode)
-		if err != nil {
-			return err
-		}
-		if _, err := io.Copy(out, in); err != nil {
-			out.Close()
-			return err
-		}
-		return out.Close()
+		return copyFile(path, target, mode)
 	})
 }

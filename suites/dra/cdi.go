@@ -3,8 +3,8 @@ package dra
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -152,7 +152,7 @@ var _ = describe("CDI devices after a retried prepare", framework.WithFeature(fe
 			}
 		}
 		var duplicated, problems []string
-		for _, id := range sortedKeys(want) {
+		for _, id := range slices.Sorted(maps.Keys(want)) {
 			what := want[id]
 			if n := len(obs.Env[id]); n != 1 {
 				problems = append(problems, fmt.Sprintf("%s: %d environment variables name its CDI ID %s, want 1", what, n, id))
@@ -207,13 +207,4 @@ func cdiWitnessPod(name string, claims ...*resourceapi.ResourceClaim) *v1.Pod {
 	pod := podWithClaims(name, claims...)
 	pod.Spec.Containers[0].Command = []string{driver.DefaultCDIHookPath, driver.CDIWitnessCommand}
 	return pod
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -176,21 +176,8 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message", harness.Checks("DRA-HEALTH-IN-POD-STATUS"),
 		framework.WithFeature(featureResourceHealth), func(ctx context.Context) {
 			cs := f.ClientSet
-			claim := createClaim(ctx, f, "health", []request{{name: "dev", driver: firstDriver}})
-			pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("health", claim)))
-			_, devs := allocated(ctx, f, claim.Name, firstDriver)
-			gomega.Expect(devs).To(gomega.HaveLen(1))
-			dev, node := devs[0], pod.Spec.NodeName
-
-			requireHealthGates(ctx, cs, node, gateResourceHealth, gateResourceHealthMessage)
-			waitRunning(ctx, f, pod)
-
-			id := deviceID(dev)
-			name := v1.ResourceName("claim:" + pod.Spec.ResourceClaims[0].Name)
-			health := func(ctx context.Context) (v1.ResourceHealth, error) { return podDeviceHealth(ctx, cs, pod, name, id) }
-
-			ginkgo.By(fmt.Sprintf("%s is reported Healthy while it works", id))
-			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
+			w := watchHealth(ctx, f, "health", firstDriver, "while it works")
+			dev, node, id, name, health := w.dev, w.node, w.id, w.name, w.health
 
 			message := "faultline: uncorrectable ECC error in namespace " + f.Namespace.Name
 			ginkgo.By(fmt.Sprintf("%s breaks (taint effect None: the pod keeps running)", id))
@@ -215,6 +202,42 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
 		})
 })
+
+// healthWatch is a running pod with one device whose health its status
+// reports.
+type healthWatch struct {
+	pod  *v1.Pod
+	dev  resourceapi.DeviceRequestAllocationResult
+	node string
+	// id is the device's ID in the status (deviceID), name its claim's
+	// resource name ("claim:<pod claim>").
+	id     string
+	name   v1.ResourceName
+	health func(ctx context.Context) (v1.ResourceHealth, error)
+}
+
+// watchHealth runs a pod with a claim of one device of d, skips the spec
+// where the kubelet does not report device health in pod status, and waits
+// until the status shows the device Healthy (while says when, for the log).
+func watchHealth(ctx context.Context, f *framework.Framework, prefix string, d driverRef, while string) healthWatch {
+	ginkgo.GinkgoHelper()
+	cs := f.ClientSet
+	claim := createClaim(ctx, f, prefix, []request{{name: "dev", driver: d}})
+	pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(prefix, claim)))
+	_, devs := allocated(ctx, f, claim.Name, d)
+	gomega.Expect(devs).To(gomega.HaveLen(1))
+	w := healthWatch{pod: pod, dev: devs[0], node: pod.Spec.NodeName, id: deviceID(devs[0]),
+		name: v1.ResourceName("claim:" + pod.Spec.ResourceClaims[0].Name)}
+	w.health = func(ctx context.Context) (v1.ResourceHealth, error) {
+		return podDeviceHealth(ctx, cs, pod, w.name, w.id)
+	}
+
+	requireHealthGates(ctx, cs, w.node, gateResourceHealth, gateResourceHealthMessage)
+	waitRunning(ctx, f, pod)
+	ginkgo.By(fmt.Sprintf("%s is reported Healthy %s", w.id, while))
+	gomega.Eventually(ctx, w.health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
+	return w
+}
 
 // requireHealthGates skips the spec when the kubelet on node does not
 // report device health in pod status: one of gates disabled or unknown to

@@ -36,19 +36,8 @@ var _ = describe("device health when the driver's health stream drops", framewor
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
 			cs := f.ClientSet
 			d := secondDriver
-			watched := createClaim(ctx, f, "watched", []request{{name: "dev", driver: d}})
-			pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("watched", watched)))
-			_, devs := allocated(ctx, f, watched.Name, d)
-			gomega.Expect(devs).To(gomega.HaveLen(1))
-			dev, node := devs[0], pod.Spec.NodeName
-			requireHealthGates(ctx, cs, node, gateResourceHealth, gateResourceHealthMessage)
-			waitRunning(ctx, f, pod)
-
-			id := deviceID(dev)
-			name := v1.ResourceName("claim:" + pod.Spec.ResourceClaims[0].Name)
-			health := func(ctx context.Context) (v1.ResourceHealth, error) { return podDeviceHealth(ctx, cs, pod, name, id) }
-			ginkgo.By(fmt.Sprintf("%s is reported Healthy while the driver's health stream runs", id))
-			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
+			w := watchHealth(ctx, f, "watched", d, "while the driver's health stream runs")
+			node, id, health := w.node, w.id, w.health
 
 			// The drop is a fault of another claim of the same driver on
 			// the same node: it fires when that claim is prepared, after
