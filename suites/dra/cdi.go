@@ -71,8 +71,8 @@ var _ = describe("CDI devices after a retried prepare", framework.WithFeature(fe
 			failing = createClaim(ctx, f, fmt.Sprintf("failing-%d", round), []request{{name: "dev", driver: firstDriver}}, config(firstDriver, failingSpec))
 			healthy = createClaim(ctx, f, fmt.Sprintf("healthy-%d", round), []request{{name: "dev", driver: secondDriver}}, config(secondDriver, healthySpec))
 			pod = scheduled(ctx, f, createPod(ctx, f, cdiWitnessPod(fmt.Sprintf("cdi-%d", round), failing, healthy)))
-			failing, failingDevs = allocated(ctx, f, failing.Name, firstDriver)
-			healthy, healthyDevs = allocated(ctx, f, healthy.Name, secondDriver)
+			failing, failingDevs = allocated(ctx, f, failing, firstDriver)
+			healthy, healthyDevs = allocated(ctx, f, healthy, secondDriver)
 			node := pod.Spec.NodeName
 
 			ginkgo.By(fmt.Sprintf("round %d: the first prepare attempt fails for %s", round, firstDriver.Name))

@@ -70,7 +70,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 
 			old := runningDeploymentPod(ctx, f, labels, "", scheduleTimeout+startSlack)
 			claimName := podClaimName(old, "dev")
-			claim, devs := allocated(ctx, f, claimName, firstDriver)
+			claim, devs := allocatedByName(ctx, f, claimName, firstDriver)
 			gomega.Expect(devs).To(gomega.HaveLen(1))
 			dev, node := devs[0], old.Spec.NodeName
 
@@ -146,7 +146,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 
 			ginkgo.By("the replacement pod runs on a healthy device")
 			repl := runningDeploymentPod(ctx, f, labels, old.UID, evictionTimeout+scheduleTimeout+startSlack)
-			_, replDevs := allocated(ctx, f, podClaimName(repl, "dev"), firstDriver)
+			_, replDevs := allocatedByName(ctx, f, podClaimName(repl, "dev"), firstDriver)
 			gomega.Expect(replDevs).To(gomega.HaveLen(1))
 			gomega.Expect(deviceID(replDevs[0])).NotTo(gomega.Equal(deviceID(dev)), "the replacement must not get the failed device")
 			report("replacement", "pod %s runs on %s, %s after the device failed", repl.Name, deviceID(replDevs[0]), time.Since(failedAt).Round(time.Second))
@@ -224,7 +224,7 @@ func watchHealth(ctx context.Context, f *framework.Framework, prefix string, d d
 	cs := f.ClientSet
 	claim := createClaim(ctx, f, prefix, []request{{name: "dev", driver: d}})
 	pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(prefix, claim)))
-	_, devs := allocated(ctx, f, claim.Name, d)
+	_, devs := allocated(ctx, f, claim, d)
 	gomega.Expect(devs).To(gomega.HaveLen(1))
 	w := healthWatch{pod: pod, dev: devs[0], node: pod.Spec.NodeName, id: deviceID(devs[0]),
 		name: v1.ResourceName("claim:" + pod.Spec.ResourceClaims[0].Name)}

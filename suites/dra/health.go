@@ -50,7 +50,7 @@ var _ = describe("device health when the driver's health stream drops", framewor
 			triggerPod := podWithClaims("trigger", trigger)
 			e2epod.SetNodeAffinity(&triggerPod.Spec, node)
 			triggerPod = scheduled(ctx, f, createPod(ctx, f, triggerPod))
-			trigger, _ = allocated(ctx, f, trigger.Name, d)
+			trigger, _ = allocated(ctx, f, trigger, d)
 
 			streams := func(ctx context.Context) ([]driver.StreamEvent, error) {
 				return draClient().On(node, d).HealthStream(ctx)

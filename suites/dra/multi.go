@@ -46,8 +46,8 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
-		pair, pairDevs := allocated(ctx, f, pair.Name, firstDriver)
-		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		pair, pairDevs := allocated(ctx, f, pair, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy, secondDriver)
 		gomega.Expect(pairDevs).To(gomega.HaveLen(2))
 		node := pod.Spec.NodeName
 
@@ -72,9 +72,9 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		two := createClaim(ctx, f, "two", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", one, two, healthy)))
-		one, oneDevs := allocated(ctx, f, one.Name, firstDriver)
-		two, twoDevs := allocated(ctx, f, two.Name, firstDriver)
-		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		one, oneDevs := allocated(ctx, f, one, firstDriver)
+		two, twoDevs := allocated(ctx, f, two, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy, secondDriver)
 		node := pod.Spec.NodeName
 
 		pendingUntilPrepared(ctx, f, pod, firstDriver, string(one.UID), prepareRetryMax+startSlack)
@@ -144,8 +144,8 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", broken, healthy)))
-		broken, _ = allocated(ctx, f, broken.Name, firstDriver)
-		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		broken, _ = allocated(ctx, f, broken, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy, secondDriver)
 		node := pod.Spec.NodeName
 
 		// The kubelet calls the drivers of a pod in Go map order and stops

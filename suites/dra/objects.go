@@ -14,11 +14,16 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 	clientset "k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/kubernetes/test/e2e/framework"
 	"k8s.io/utils/ptr"
 
@@ -121,21 +126,50 @@ func scheduled(ctx context.Context, f *framework.Framework, pod *v1.Pod) *v1.Pod
 	return pod
 }
 
-// allocated returns the claim once allocated, and its devices of driver d.
-func allocated(ctx context.Context, f *framework.Framework, name string, d driverRef) (*resourceapi.ResourceClaim, []resourceapi.DeviceRequestAllocationResult) {
+// allocated waits until the claim created as created is allocated and
+// returns it with the devices of driver d it got. It watches from the
+// claim's creation, so it sees the allocation also when the claim has lost
+// it again by now: a kubelet with KEP-5322 fails the pod at once, and the
+// claim of a failed pod is deallocated within a second, faster than a poll.
+func allocated(ctx context.Context, f *framework.Framework, created *resourceapi.ResourceClaim, d driverRef) (*resourceapi.ResourceClaim, []resourceapi.DeviceRequestAllocationResult) {
+	ginkgo.GinkgoHelper()
+	claims := f.ClientSet.ResourceV1().ResourceClaims(f.Namespace.Name)
+	byName := fields.OneTermEqualSelector("metadata.name", created.Name).String()
+	lw := &cache.ListWatch{WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+		o.FieldSelector = byName
+		return claims.Watch(ctx, o)
+	}}
+	wctx, cancel := context.WithTimeout(ctx, scheduleTimeout)
+	defer cancel()
+	ev, err := watchtools.Until(wctx, created.ResourceVersion, lw, func(ev watch.Event) (bool, error) {
+		c, ok := ev.Object.(*resourceapi.ResourceClaim)
+		return ok && c.Status.Allocation != nil, nil
+	})
+	framework.ExpectNoError(err, "claim %s must be allocated within %s", created.Name, scheduleTimeout)
+	return ev.Object.(*resourceapi.ResourceClaim), devicesOf(ev.Object.(*resourceapi.ResourceClaim), d)
+}
+
+// allocatedByName waits until the claim name (one a template made) is
+// allocated, polling: its creation is not the spec's to watch.
+func allocatedByName(ctx context.Context, f *framework.Framework, name string, d driverRef) (*resourceapi.ResourceClaim, []resourceapi.DeviceRequestAllocationResult) {
 	var claim *resourceapi.ResourceClaim
 	gomega.Eventually(ctx, func(ctx context.Context) (*resourceapi.ResourceClaim, error) {
 		c, err := f.ClientSet.ResourceV1().ResourceClaims(f.Namespace.Name).Get(ctx, name, metav1.GetOptions{})
 		claim = c
 		return c, err
 	}).WithTimeout(scheduleTimeout).Should(gomega.HaveField("Status.Allocation", gomega.Not(gomega.BeNil())), "claim %s must be allocated", name)
+	return claim, devicesOf(claim, d)
+}
+
+// devicesOf are the devices of driver d an allocated claim got.
+func devicesOf(claim *resourceapi.ResourceClaim, d driverRef) []resourceapi.DeviceRequestAllocationResult {
 	var out []resourceapi.DeviceRequestAllocationResult
 	for _, r := range claim.Status.Allocation.Devices.Results {
 		if r.Driver == d.Name {
 			out = append(out, r)
 		}
 	}
-	return claim, out
+	return out
 }
 
 // deviceID is how the kubelet names a device in allocatedResourcesStatus

@@ -37,7 +37,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int) {
 		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
-		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		claim, devs := allocated(ctx, f, claim, firstDriver)
 		gomega.Expect(devs).To(gomega.HaveLen(1))
 
 		ginkgo.By(fmt.Sprintf("the pod stays Pending through %d failing prepare calls (one per kubelet resync, %s-%s apart)", failures, prepareRetryMin, prepareRetryMax))
@@ -78,7 +78,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("permanent", claim)))
 		node := pod.Spec.NodeName
-		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		claim, devs := allocated(ctx, f, claim, firstDriver)
 
 		// The behaviour is judged, not the feature gate: a kubelet that
 		// fails the pod meets the requirement whatever its gates say; one
@@ -130,7 +130,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		const field = `prepare[0].duration: invalid duration "5x"`
 		claim := createClaim(ctx, f, "badconfig", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, bad))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("badconfig", claim)))
-		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		claim, devs := allocated(ctx, f, claim, firstDriver)
 		node := pod.Spec.NodeName
 
 		// Watch three prepare calls (two retries), or the pod failing on a
@@ -185,7 +185,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			{Type: faultspec.Stall, Duration: stall.String(), Count: ptr.To(1)},
 		}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("stall", claim)))
-		claim, _ = allocated(ctx, f, claim.Name, firstDriver)
+		claim, _ = allocated(ctx, f, claim, firstDriver)
 		node := pod.Spec.NodeName
 
 		ginkgo.By(fmt.Sprintf("the pod stays Pending while the first call stalls (the kubelet gives up after %s) and until the retry succeeds", draCallTimeout))
@@ -230,7 +230,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			{Type: faultspec.Stall, Duration: (2 * draCallTimeout).String(), Count: ptr.To(1)},
 		}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("deadline", claim)))
-		claim, devs := allocated(ctx, f, claim.Name, firstDriver)
+		claim, devs := allocated(ctx, f, claim, firstDriver)
 
 		ginkgo.By(fmt.Sprintf("waiting for the event of the call the kubelet gives up on after %s", draCallTimeout))
 		var events []v1.Event

@@ -30,7 +30,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
 		})))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("teardown", claim)))
-		claim, _ = allocated(ctx, f, claim.Name, firstDriver)
+		claim, _ = allocated(ctx, f, claim, firstDriver)
 		node := pod.Spec.NodeName
 		waitRunning(ctx, f, pod)
 
@@ -77,8 +77,8 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		})))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("teardown", failing, healthy)))
-		failing, _ = allocated(ctx, f, failing.Name, firstDriver)
-		healthy, _ = allocated(ctx, f, healthy.Name, secondDriver)
+		failing, _ = allocated(ctx, f, failing, firstDriver)
+		healthy, _ = allocated(ctx, f, healthy, secondDriver)
 		node := pod.Spec.NodeName
 		waitRunning(ctx, f, pod)
 
