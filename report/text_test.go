@@ -111,7 +111,7 @@ func TestReadmeGridIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []verdicts.Run
-	for _, name := range []string{"full-containerd", "full-crio"} {
+	for _, name := range []string{"full5-containerd", "full5-crio"} {
 		run, err := verdicts.ReadGinkgoFile("../verdicts/testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)

@@ -37,6 +37,17 @@ var (
 //   - full2-containerd: every suite again, from a .ci/run (2026-11-24);
 //   - full3-containerd: every suite, the README's hack/run-e2e.sh (2026-11-24);
 //   - full4-containerd, full4-crio: a later .ci/run (2026-11-24 02:03);
+//   - full137-containerd, full137-crio: every suite on Kubernetes v1.37.2
+//     (2026-11-24 03:55), before the NRI failure-policy and DRA checklist
+//     specs;
+//   - full5-containerd, full5-crio: every suite on Kubernetes v1.37.2, the
+//     default, with every requirement of today's catalogue (2026-11-24 07:02;
+//     the README's grid);
+//   - nri125-containerd: the NRI suite on containerd built with NRI v0.12.5
+//     (stack containerd-1.37+nri-v0.12.5, 2026-11-24 06:11);
+//   - kep-containerd, kep-crio: the KEP-5322 requirement (and the transient
+//     and bad-configuration ones) on the kubelet of clusters/patches/kep-5322
+//     (stacks *-1.37+kep-5322, 2026-11-24 06:58);
 //   - ci-subset-containerd-unlabelled: a run with a label filter, from before
 //     specs named requirements (2026-11-23).
 func recorded(t *testing.T, name string) []types.Report {
@@ -122,7 +133,11 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	// later .ci/run with two more ways the CRI timings came out.
 	// And the first full run on Kubernetes v1.37.2 (2026-11-24 03:55, CRI-O
 	// 1.36.3 in skew), judged by the 1.37 files that extend the 1.36 ones.
-	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio", "full137-containerd", "full137-crio"} {
+	// And the runs of today's catalogue: the default stacks, and the
+	// variants judged by their own files (a pass of the failure policy on
+	// NRI v0.12.5, of KEP-5322 on the patched kubelet).
+	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio", "full137-containerd", "full137-crio",
+		"full5-containerd", "full5-crio", "nri125-containerd", "kep-containerd", "kep-crio"} {
 		for _, v := range Build([]Run{recordedRun(t, name, 1, "")}, x, Header{OwnClusters: true}).Unexpected() {
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 		}
@@ -143,6 +158,24 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	} {
 		if v := rep.Verdict(c.id, c.stack); v == nil || v.State != c.state {
 			t.Errorf("%s on %s: %+v, want %s", c.id, c.stack, v, c.state)
+		}
+	}
+
+	// The variants: their passes are expected by their own files, and
+	// would be news to their base stack's.
+	for _, c := range []struct{ name, id, stack string }{
+		{"nri125-containerd", "NRI-POLICY-FAIL-REQUEST", "containerd-1.37+nri-v0.12.5"},
+		{"nri125-containerd", "NRI-POLICY-KEEP-CONNECTED", "containerd-1.37+nri-v0.12.5"},
+		{"kep-containerd", "DRA-PERMANENT-FAILS-POD", "containerd-1.37+kep-5322"},
+		{"kep-crio", "DRA-PERMANENT-FAILS-POD", "crio-1.37+kep-5322"},
+	} {
+		run := recordedRun(t, c.name, 1, "")
+		if v := Build([]Run{run}, x, Header{OwnClusters: true}).Verdict(c.id, c.stack); v == nil || v.State != Pass || v.Unexpected != "" {
+			t.Errorf("%s: %s on %s: %+v, want an expected pass", c.name, c.id, c.stack, v)
+		}
+		base := ExpectationSet{BaseKey(c.stack): x[BaseKey(c.stack)]}
+		if v := Build([]Run{run}, base, Header{OwnClusters: true}).Verdict(c.id, c.stack); v == nil || v.Unexpected == "" {
+			t.Errorf("%s: %s on %s judged by %s alone: %+v, want unexpected", c.name, c.id, c.stack, BaseKey(c.stack), v)
 		}
 	}
 
