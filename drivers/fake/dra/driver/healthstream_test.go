@@ -132,8 +132,13 @@ func TestStreamDrop(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&events); err != nil || len(events) != len(h.drv.HealthStreamEvents()) {
 		t.Errorf("GET /healthstream: %d events, %v", len(events), err)
 	}
-	if resp, err := http.Get(srv.URL + "?claimUID=x"); err != nil || resp.StatusCode != http.StatusBadRequest {
-		t.Errorf("unknown parameter: %v %v", resp, err)
+	bad, err := http.Get(srv.URL + "?claimUID=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = bad.Body.Close()
+	if bad.StatusCode != http.StatusBadRequest {
+		t.Errorf("unknown parameter: status %d", bad.StatusCode)
 	}
 }
 
