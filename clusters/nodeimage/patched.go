@@ -64,6 +64,12 @@ func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error
 		return "", err
 	}
 	fmt.Fprintf(b.Log, "making %s %s with %d patch(es) in %s\n", c.Module, c.Version, len(c.Patches), dir)
+	done := false
+	defer func() {
+		if !done {
+			_ = os.RemoveAll(tmp) // a release copy that did not take the patches
+		}
+	}()
 	mods, err := downloadModules(ctx, c.Module+"@"+c.Version)
 	if err != nil {
 		return "", err
@@ -110,7 +116,11 @@ func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error
 	if err := os.RemoveAll(dir); err != nil {
 		return "", err
 	}
-	return dir, os.Rename(tmp, dir)
+	if err := os.Rename(tmp, dir); err != nil {
+		return "", err
+	}
+	done = true
+	return dir, nil
 }
 
 type downloaded struct {
