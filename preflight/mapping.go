@@ -60,7 +60,7 @@ type entry struct {
 }
 
 // disruptiveNote: on faultline's own clusters Disruptive specs always run.
-const disruptiveNote = "Disruptive (restarts the node's runtime): runs only with --disruptive on a cluster faultline did not create " +
+const disruptiveNote = "Disruptive (restarts the node's runtime or kubelet): runs only with --disruptive on a cluster faultline did not create " +
 	"(faultline e2e; the conformance image: an E2E_LABEL_FILTER without !Disruptive)"
 
 // containerStage: on a runtime whose CreateContainer runs no OCI create
@@ -71,12 +71,15 @@ var containerStage = entry{Needs: []string{CondContainerSlowdown}}
 // is the drift guard). Derived from the suites: Feature labels, skips,
 // Require calls and the Disruptive label (suites/cri/cache.go spec 7).
 var table = map[string]entry{
-	"DRA-PERMANENT-FAILS-POD":        {Informs: []string{CondGatePermanentFailures}},
-	"DRA-TRANSIENT-RETRIED":          {},
-	"DRA-UNCLASSIFIED-TRANSIENT":     {},
-	"DRA-BAD-CONFIG-NAMED":           {},
-	"DRA-DEADLINE-RETRIED":           {},
-	"DRA-DEADLINE-ERROR-NAMED":       {},
+	"DRA-PERMANENT-FAILS-POD":    {Informs: []string{CondGatePermanentFailures}},
+	"DRA-TRANSIENT-RETRIED":      {},
+	"DRA-UNCLASSIFIED-TRANSIENT": {},
+	"DRA-BAD-CONFIG-NAMED":       {},
+	"DRA-DEADLINE-RETRIED":       {},
+	"DRA-DEADLINE-ERROR-NAMED":   {},
+	// The kubelet restarts through the CRI relay (fixtures/cri).
+	"DRA-KUBELET-RESTART-PREPARE":    {Needs: []string{CondFixtures("cri")}, Disruptive: true},
+	"DRA-KUBELET-RESTART-UNPREPARE":  {Needs: []string{CondFixtures("cri")}, Disruptive: true},
 	"DRA-EVERY-FAILING-DEVICE-NAMED": {},
 	"DRA-EVERY-FAILING-CLAIM-NAMED":  {},
 	"DRA-DELETED-POD-UNPREPARED":     {},

@@ -3,15 +3,17 @@
 // and relays TCP connections to the runtime's CRI socket, which the suite
 // reaches with a port-forward and speaks real gRPC over, as critest does on
 // the node itself. Its HTTP side serves the log of the node's slow OCI
-// runtime (cmd/runc-slow), names the runtime's process, and restarts it for
-// the restart spec.
+// runtime (cmd/runc-slow), names the runtime's and the kubelet's processes,
+// and restarts either for the restart specs (the CRI suite's runtime
+// restart, the DRA suite's kubelet restarts).
 //
 // Both sides listen on the pod's loopback only: the CRI socket grants full
 // control of the node, so only a port-forward (the pods/portforward
-// permission) may reach it. The process it restarts is the one serving the
-// CRI socket (its peer credentials), and only if its name is the runtime the
-// cluster facts name (--runtime-process): nothing else on the node can be
-// signalled through it.
+// permission) may reach it. The processes it restarts are the one serving
+// the CRI socket (its peer credentials), and only if its name is the runtime
+// the cluster facts name (--runtime-process), and the one process named
+// --kubelet-process whose parent is the node's init: nothing else on the node
+// can be signalled through it.
 package main
 
 import (
@@ -36,11 +38,12 @@ import (
 func main() {
 	criSocket := flag.String("cri-socket", "", "the runtime's CRI socket inside this container")
 	listen := flag.String("listen", "127.0.0.1:10010", "loopback TCP address relayed to the CRI socket")
-	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, /runtime, POST /restart-runtime")
+	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, /runtime, POST /restart-runtime, /kubelet, POST /restart-kubelet")
 	ociLog := flag.String("oci-log", "/var/log/faultline/runc-slow.jsonl", "the slow OCI runtime's log on the node")
 	process := flag.String("runtime-process", "", "command name of the runtime's process (clusters/runtimes Process); the only process /restart-runtime signals")
+	kubelet := flag.String("kubelet-process", "kubelet", "command name of the kubelet's process; /restart-kubelet signals the one process of this name whose parent is the node's init")
 	flag.Parse()
-	if err := checkFlags(*criSocket, *listen, *httpAddr, *process); err != nil {
+	if err := checkFlags(*criSocket, *listen, *httpAddr, *process, *kubelet); err != nil {
 		fmt.Fprintf(os.Stderr, "cri-relay: %v\n", err)
 		os.Exit(2)
 	}
@@ -59,20 +62,24 @@ func main() {
 	if err != nil {
 		log.Fatalf("cri-relay: %v", err)
 	}
-	server := &http.Server{Handler: handler(r, *ociLog), ReadHeaderTimeout: 10 * time.Second}
+	k := &kubeletProcess{name: *kubelet, proc: "/proc"}
+	server := &http.Server{Handler: handler(r, k, *ociLog), ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); server.Close() }()
-	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q", *listen, *criSocket, *httpAddr, *process)
+	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q, kubelet process %q", *listen, *criSocket, *httpAddr, *process, *kubelet)
 	if err := server.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		log.Fatalf("cri-relay: %v", err)
 	}
 }
 
-func checkFlags(criSocket, listen, httpAddr, process string) error {
+func checkFlags(criSocket, listen, httpAddr, process, kubelet string) error {
 	if criSocket == "" {
 		return errors.New("--cri-socket is required")
 	}
 	if process == "" {
 		return errors.New("--runtime-process is required (the runtime's command name, e.g. containerd or crio)")
+	}
+	if kubelet == "" {
+		return errors.New("--kubelet-process must not be empty (the kubelet's command name, kubelet)")
 	}
 	for _, a := range []struct{ flag, addr string }{{"--listen", listen}, {"--http-address", httpAddr}} {
 		if err := loopback.Check(a.addr); err != nil {
@@ -82,7 +89,7 @@ func checkFlags(criSocket, listen, httpAddr, process string) error {
 	return nil
 }
 
-func handler(r *runtimeProcess, ociLog string) http.Handler {
+func handler(r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
@@ -121,26 +128,48 @@ func handler(r *runtimeProcess, ociLog string) http.Handler {
 		writeJSON(w, p)
 	})
 	mux.HandleFunc("/restart-runtime", func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
+		restart(w, req, r.find)
+	})
+	mux.HandleFunc("/kubelet", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
 			return
 		}
-		p, err := r.find()
+		p, err := k.find()
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil {
-			http.Error(w, fmt.Sprintf("SIGTERM %s (pid %d): %v", p.Name, p.PID, err), http.StatusInternalServerError)
-			return
-		}
-		log.Printf("sent SIGTERM to %s (pid %d); the node's init restarts it", p.Name, p.PID)
 		writeJSON(w, p)
 	})
+	mux.HandleFunc("/restart-kubelet", func(w http.ResponseWriter, req *http.Request) {
+		restart(w, req, k.find)
+	})
 	return mux
+}
+
+// restart serves POST /restart-runtime and /restart-kubelet: SIGTERM to the
+// one process find names (no parameters: nothing else can be named), which
+// the node's init starts again (Restart=always). It answers with the
+// process it signalled.
+func restart(w http.ResponseWriter, req *http.Request, find func() (Process, error)) {
+	if req.Method != http.MethodPost {
+		http.Error(w, "POST only", http.StatusMethodNotAllowed)
+		return
+	}
+	if _, ok := query.Request(w, req); !ok {
+		return
+	}
+	p, err := find()
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	if err := syscall.Kill(p.PID, syscall.SIGTERM); err != nil {
+		http.Error(w, fmt.Sprintf("SIGTERM %s (pid %d): %v", p.Name, p.PID, err), http.StatusInternalServerError)
+		return
+	}
+	log.Printf("sent SIGTERM to %s (pid %d); the node's init restarts it", p.Name, p.PID)
+	writeJSON(w, p)
 }
 
 func writeJSON(w http.ResponseWriter, v any) {

@@ -98,3 +98,57 @@ func parseStat(pid int, stat string) (Process, error) {
 	}
 	return Process{Name: stat[open+1 : end], PID: pid, StartTime: start}, nil
 }
+
+// kubeletProcess finds the node's kubelet by its command name. Unlike the
+// runtime it serves no socket this pod mounts, so it is found in /proc: the
+// one process named name whose parent is the node's init (pid 1 in the
+// node's PID namespace: systemd starts the kubelet). A container's process
+// of that name has a runtime shim for parent, never init, so no pod can
+// offer itself to be signalled; more than one candidate is refused.
+type kubeletProcess struct {
+	name string // --kubelet-process
+	proc string // /proc of the node's PID namespace (the pod has hostPID)
+}
+
+func (k *kubeletProcess) find() (Process, error) {
+	entries, err := os.ReadDir(k.proc)
+	if err != nil {
+		return Process{}, err
+	}
+	var found []Process
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid <= 1 {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(k.proc, e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		p, ppid, state, err := parseStatParent(pid, string(data))
+		if err != nil || p.Name != k.name || ppid != 1 || state == "Z" {
+			continue
+		}
+		found = append(found, p)
+	}
+	switch len(found) {
+	case 0:
+		return Process{}, fmt.Errorf("no process %q with the node's init (pid 1) for parent in %s: is the kubelet running, and is this pod in the node's PID namespace?", k.name, k.proc)
+	case 1:
+		return found[0], nil
+	}
+	return Process{}, fmt.Errorf("%d processes %q with the node's init for parent (%+v): refusing to pick one", len(found), k.name, found)
+}
+
+// parseStatParent is parseStat with the state (field 3) and the parent's
+// pid (field 4).
+func parseStatParent(pid int, stat string) (p Process, ppid int, state string, err error) {
+	if p, err = parseStat(pid, stat); err != nil {
+		return p, 0, "", err
+	}
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if ppid, err = strconv.Atoi(fields[1]); err != nil {
+		return p, 0, "", fmt.Errorf("/proc/%d/stat ppid: %w", pid, err)
+	}
+	return p, ppid, fields[0], nil
+}

@@ -37,6 +37,13 @@
 //	health.go     the driver's health stream drops: the device's health is
 //	              Unknown in the pod status while it is down, Healthy again
 //	              once the kubelet has reconnected (second driver: not Serial)
+//	kubelet_restart.go
+//	              the kubelet restarts (the CRI relay of fixture set "cri",
+//	              POST /restart-kubelet) while a stalled prepare or unprepare
+//	              is in progress (the driver's record: inProgress): the call
+//	              is retried, the pod runs or its deletion completes, and the
+//	              driver prepared / unprepared the claim once (Serial,
+//	              Disruptive)
 //	scope.go      the fixtures open no door: the API server refuses a claim
 //	              of the fake driver's class with a FaultSpec outside
 //	              faultline's own namespaces

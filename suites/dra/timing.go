@@ -83,6 +83,29 @@ const (
 	// status write.
 	healthStreamDown = prepareRetryMax + healthTimeout
 
+	// kubeletRestartTimeout bounds a kubelet restart through the CRI relay
+	// (POST /restart-kubelet, SIGTERM): systemd starts it again after
+	// RestartSec (1 s in kind's kubelet.service, Restart=always), the new
+	// process shows in /proc, and the node is Ready; the relay's
+	// port-forward runs through the kubelet and answers again only then.
+	kubeletRestartTimeout = 2 * time.Minute
+	// kubeletRestartStall is how long a Stall fault holds the DRA call the
+	// kubelet restart cuts: well under draCallTimeout, so that only the
+	// restart ends it, and long enough to see it in progress (poll) and
+	// restart the kubelet meanwhile.
+	kubeletRestartStall = 30 * time.Second
+	// prepareAfterKubeletRestart bounds the pod running after the restart:
+	// the new kubelet's first prepare may come before the driver has
+	// registered with it again and fail in the kubelet, and the next one
+	// comes at the pod's resync (prepareRetryMax).
+	prepareAfterKubeletRestart = kubeletRestartTimeout + prepareRetryMax + startSlack
+	// unprepareAfterKubeletRestart bounds the pod's deletion completing
+	// after the restart: a failed unprepare (driver not registered yet) is
+	// retried with the error backoff (unprepareRetryMax), and the DRA
+	// manager's reconcile loop (once a kubelet resync period) unprepares
+	// the claims of pods that are gone; the larger of the two.
+	unprepareAfterKubeletRestart = kubeletRestartTimeout + kubeletResync + startSlack
+
 	// cdiRounds bounds the fresh pods the CDI spec starts until the kubelet
 	// calls the healthy driver before the failing one in the failed
 	// attempt (Go map order: 1/2 per round), the case in which a kubelet

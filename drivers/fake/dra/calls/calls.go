@@ -7,6 +7,7 @@ package calls
 import (
 	"encoding/json"
 	"net/http"
+	"sort"
 	"sync"
 	"time"
 
@@ -114,6 +115,10 @@ func (s *Summary) add(c Call) {
 type Recorder struct {
 	mu    sync.Mutex
 	calls []Call
+	// open holds the calls begun and not yet ended (Begin), by a key of
+	// their own.
+	open map[int]Call
+	next int
 }
 
 // NewRecorder returns an empty Recorder.
@@ -126,11 +131,50 @@ func (r *Recorder) Add(c Call) {
 	r.calls = append(r.calls, c)
 }
 
+// Begin notes a call that has started and has not ended yet: Report lists
+// it under InProgress (Time is when it began; no outcome) until end records
+// the call's final form in its place. Both happen under one lock, so a
+// reader sees the call in exactly one of the two lists. A spec reads it to
+// act while a call is in progress, e.g. while a Stall fault holds it.
+func (r *Recorder) Begin(c Call) (end func(Call)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.open == nil {
+		r.open = map[int]Call{}
+	}
+	key := r.next
+	r.next++
+	r.open[key] = c
+	return func(final Call) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.open, key)
+		r.calls = append(r.calls, final)
+	}
+}
+
+// inProgressLocked returns the begun calls for claimUID (all if empty),
+// oldest first. r.mu is held.
+func (r *Recorder) inProgressLocked(claimUID string) []Call {
+	var out []Call
+	for _, c := range r.open {
+		if claimUID == "" || c.ClaimUID == claimUID {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out
+}
+
 // Calls returns the calls for claimUID in the order they were recorded, or
 // all calls when claimUID is empty.
 func (r *Recorder) Calls(claimUID string) []Call {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	return r.callsLocked(claimUID)
+}
+
+func (r *Recorder) callsLocked(claimUID string) []Call {
 	out := []Call{}
 	for _, c := range r.calls {
 		if claimUID == "" || c.ClaimUID == claimUID {
@@ -147,11 +191,19 @@ type Report struct {
 	// Summary covers the returned calls.
 	Summary Summary `json:"summary"`
 	Calls   []Call  `json:"calls"`
+	// InProgress are the calls begun and not yet ended (Recorder.Begin):
+	// Time is when each began, and they have no outcome. Summary does not
+	// count them.
+	InProgress []Call `json:"inProgress,omitempty"`
 }
 
 // Report returns the calls and their summary for claimUID (all if empty).
 func (r *Recorder) Report(claimUID string) Report {
-	rep := Report{ClaimUID: claimUID, Calls: r.Calls(claimUID)}
+	r.mu.Lock()
+	// One lock for both lists: Begin's end moves a call from one to the
+	// other, and the report must show it in exactly one.
+	rep := Report{ClaimUID: claimUID, Calls: r.callsLocked(claimUID), InProgress: r.inProgressLocked(claimUID)}
+	r.mu.Unlock()
 	for _, c := range rep.Calls {
 		rep.Summary.add(c)
 	}

@@ -34,6 +34,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		attempt int
 		plan    *plan
 		stalled []calls.Device
+		end     func(calls.Call)
 	}
 	// Plans first, without d.mu: the fault scope gate may ask the API
 	// server about a claim's namespace.
@@ -50,6 +51,9 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		works = append(works, &work{claim: claim, st: st, attempt: st.attempts[calls.Prepare], plan: st.plan})
 	}
 	d.mu.Unlock()
+	for _, w := range works {
+		w.end = d.begin(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt)
+	}
 
 	// One gRPC call stalls as a whole, for the longest stall any claim in
 	// it asked for: that is what the kubelet experiences.
@@ -99,7 +103,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 		if d.cfg.ClaimStatus {
 			d.writeClaimStatus(sideCtx, w.claim, w.st, w.plan, failures)
 		}
-		d.record(ctx, rec)
+		d.record(ctx, rec, w.end)
 		// Health faults fire once, when the claim is first prepared.
 		if rec.Outcome == calls.Prepared && len(w.plan.health) > 0 {
 			d.dropHealthStreams(ctx, w.claim.Namespace, w.claim.Name, w.claim.UID, w.plan.health)
@@ -201,10 +205,19 @@ func (d *Driver) breakDevices(ctx context.Context, namespace, name string, uid t
 	}
 }
 
-// record stores the call and logs it with the claim UID, so that a failing
-// spec can grep the driver log for one object.
-func (d *Driver) record(ctx context.Context, c calls.Call) {
-	d.recorder.Add(c)
+// begin notes a call for one claim as in progress in the record (GET
+// /calls: inProgress) until the returned end records its outcome.
+func (d *Driver) begin(method calls.Method, namespace, name string, uid types.UID, attempt int) func(calls.Call) {
+	return d.recorder.Begin(calls.Call{
+		Time: time.Now(), Method: method, ClaimNamespace: namespace, ClaimName: name, ClaimUID: string(uid), Attempt: attempt,
+	})
+}
+
+// record stores the call in place of its in-progress entry (end, from
+// begin) and logs it with the claim UID, so that a failing spec can grep
+// the driver log for one object.
+func (d *Driver) record(ctx context.Context, c calls.Call, end func(calls.Call)) {
+	end(c)
 	devs := make([]string, 0, len(c.Devices))
 	for _, dev := range c.Devices {
 		devs = append(devs, fmt.Sprintf("%s/%s(request %s)", dev.Pool, dev.Device, dev.Request))

@@ -258,6 +258,40 @@ func TestStallHonoursCallerDeadline(t *testing.T) {
 	}
 }
 
+// A call held by a stall is in the record's InProgress until it ends, and
+// then only in Calls: a spec acts while it is in progress.
+func TestStalledCallIsInProgress(t *testing.T) {
+	c := newClaim("held", []alloc{{"gpu", "dev-0"}}, faultConfig(prepareFaultsSpec(`{"type":"Stall","duration":"5m","count":1}`)))
+	h := newHarness(t, c)
+
+	ctx, cancel := context.WithCancel(h.ctx)
+	defer cancel()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.dra.NodePrepareResources(ctx, &drapbv1.NodePrepareResourcesRequest{Claims: claimRefs(c)}) //nolint:errcheck // cancelled below
+	}()
+	h.eventually("the stalled call to be in progress", func() string {
+		rep := h.drv.Recorder().Report(string(c.UID))
+		if len(rep.InProgress) != 1 || len(rep.Calls) != 0 {
+			return fmt.Sprintf("in progress %+v, calls %+v", rep.InProgress, rep.Calls)
+		}
+		if p := rep.InProgress[0]; p.Method != calls.Prepare || p.Attempt != 1 || p.Outcome != "" || p.Time.IsZero() {
+			return fmt.Sprintf("in progress %+v", p)
+		}
+		return ""
+	})
+	cancel()
+	<-done
+	h.eventually("the stalled call to be recorded", func() string {
+		rep := h.drv.Recorder().Report(string(c.UID))
+		if len(rep.InProgress) != 0 || len(rep.Calls) != 1 || rep.Calls[0].Outcome != calls.Failed {
+			return fmt.Sprintf("in progress %+v, calls %+v", rep.InProgress, rep.Calls)
+		}
+		return ""
+	})
+}
+
 func TestShortStallThenSuccess(t *testing.T) {
 	c := newClaim("sluggish", []alloc{{"gpu", "dev-0"}}, faultConfig(prepareFaultsSpec(`{"type":"Stall","duration":"50ms"}`)))
 	h := newHarness(t, c)

@@ -24,6 +24,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		attempt int
 		plan    *plan
 		stalled []calls.Device
+		end     func(calls.Call)
 	}
 	works := make([]*work, 0, len(claims))
 	d.mu.Lock()
@@ -33,6 +34,9 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 		works = append(works, &work{ref: ref, st: st, attempt: st.attempts[calls.Unprepare], plan: st.plan})
 	}
 	d.mu.Unlock()
+	for _, w := range works {
+		w.end = d.begin(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt)
+	}
 
 	for _, w := range works {
 		if w.plan == nil {
@@ -75,7 +79,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 			d.removeCDISpec(ctx, w.ref.UID)
 			results[w.ref.UID] = nil
 		}
-		d.record(ctx, rec)
+		d.record(ctx, rec, w.end)
 	}
 	return results, nil
 }
