@@ -16,7 +16,6 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
@@ -95,24 +94,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 			k.restart(ctx)
 
 			ginkgo.By(fmt.Sprintf("the pod is gone within %s, and only after its claim was unprepared", unprepareAfterKubeletRestart))
-			var rep calls.Report
-			gomega.Eventually(ctx, func(ctx context.Context) error {
-				_, getErr := getPod(ctx, cs, pod)
-				var err error
-				rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-				if err != nil {
-					return err
-				}
-				switch {
-				case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
-					return gomega.StopTrying(fmt.Sprintf("pod is gone but its claim was not unprepared: %s", describeCalls(rep)))
-				case apierrors.IsNotFound(getErr):
-					return nil
-				case getErr != nil:
-					return getErr
-				}
-				return fmt.Errorf("pod still there: %s", describeCalls(rep))
-			}).WithTimeout(unprepareAfterKubeletRestart).WithPolling(poll).Should(gomega.Succeed())
+			rep := goneAfterUnprepared(ctx, f, pod, node, string(claim.UID), unprepareAfterKubeletRestart)
 			k.reRegistered(ctx)
 
 			expectCut(rep, calls.Unprepare)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
@@ -37,27 +38,7 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		ginkgo.By(fmt.Sprintf("deleting the pod: %d unprepare calls fail, the next succeeds", failures))
 		framework.ExpectNoError(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
 		deleted := time.Now()
-		// Whenever the pod is seen gone, the driver must already have
-		// unprepared the claim: the kubelet unprepares before it reports
-		// the pod terminated.
-		var rep calls.Report
-		gomega.Eventually(ctx, func(ctx context.Context) error {
-			_, getErr := getPod(ctx, cs, pod)
-			var err error
-			rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			if err != nil {
-				return err
-			}
-			switch {
-			case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
-				return gomega.StopTrying(fmt.Sprintf("pod is gone but its claim was not unprepared (%d unprepare calls, %d failed)", rep.Summary.UnprepareCalls, rep.Summary.UnprepareFailed))
-			case apierrors.IsNotFound(getErr):
-				return nil
-			case getErr != nil:
-				return getErr
-			}
-			return fmt.Errorf("pod still there; %d unprepare calls, %d failed", rep.Summary.UnprepareCalls, rep.Summary.UnprepareFailed)
-		}).WithTimeout(failures*unprepareRetryMax + startSlack).WithPolling(time.Second).Should(gomega.Succeed())
+		rep := goneAfterUnprepared(ctx, f, pod, node, string(claim.UID), failures*unprepareRetryMax+startSlack)
 		report("pod deletion", "completed %s after the delete request", time.Since(deleted).Round(time.Second))
 		report("unprepare retry gaps", "%s", durations(gaps(rep, calls.Unprepare)))
 
@@ -103,3 +84,30 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		gomega.Expect(h.Summary.UnprepareCalls).To(gomega.BeNumerically("<=", failures+1))
 	})
 })
+
+// goneAfterUnprepared waits (up to timeout) until the deleted pod is gone,
+// and fails at once if it is ever seen gone before the driver unprepared
+// its claim: the kubelet unprepares before it reports the pod terminated.
+// It returns the driver's record of the claim at that moment.
+func goneAfterUnprepared(ctx context.Context, f *framework.Framework, pod *v1.Pod, node, claimUID string, timeout time.Duration) calls.Report {
+	ginkgo.GinkgoHelper()
+	var rep calls.Report
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		_, getErr := getPod(ctx, f.ClientSet, pod)
+		var err error
+		rep, err = draClient().On(node, firstDriver).Calls(ctx, claimUID)
+		if err != nil {
+			return err
+		}
+		switch {
+		case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
+			return gomega.StopTrying(fmt.Sprintf("pod is gone but its claim was not unprepared: %s", describeCalls(rep)))
+		case apierrors.IsNotFound(getErr):
+			return nil
+		case getErr != nil:
+			return getErr
+		}
+		return fmt.Errorf("pod still there: %s", describeCalls(rep))
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(gomega.Succeed())
+	return rep
+}
