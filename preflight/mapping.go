@@ -89,6 +89,7 @@ var table = map[string]entry{
 	"DRA-HEALTH-IN-POD-STATUS":       {Needs: []string{CondGateHealth}},
 	"DRA-TWO-DRIVERS-CDI-ONCE":       {},
 	"DRA-HEALTH-RECONNECT":           {Needs: []string{CondGateHealth}},
+	"DRA-UNRESPONSIVE-DRIVER":        {},
 
 	"CRI-SANDBOX-RETRY-GETS-FIRST":    {},
 	"CRI-SANDBOX-RETRY-IN-PROGRESS":   {},

@@ -125,7 +125,7 @@ func TestReadmeGridIsGenerated(t *testing.T) {
 	rep := verdicts.Build(runs, x, verdicts.Header{OwnClusters: true})
 	// Requirements added to the catalogue after the grid's run, which a new
 	// full run records (then this list is emptied).
-	addedSinceGridRun := []string{"DRA-KUBELET-RESTART-PREPARE", "DRA-KUBELET-RESTART-UNPREPARE"}
+	addedSinceGridRun := []string{"DRA-KUBELET-RESTART-PREPARE", "DRA-KUBELET-RESTART-UNPREPARE", "DRA-UNRESPONSIVE-DRIVER"}
 	for _, id := range addedSinceGridRun {
 		for _, r := range rep.Requirements {
 			if r.ID == id {

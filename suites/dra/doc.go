@@ -44,6 +44,13 @@
 //	              is retried, the pod runs or its deletion completes, and the
 //	              driver prepared / unprepared the claim once (Serial,
 //	              Disruptive)
+//	unresponsive.go
+//	              a registered driver stops answering (an Unresponsive
+//	              fault stops its DRA service, its registration stays): the
+//	              kubelet removes its ResourceSlices after its wiping delay
+//	              (the API server's witness), every error the pod is shown
+//	              names the driver, and the pod runs once the driver
+//	              answers again (Serial)
 //	scope.go      the fixtures open no door: the API server refuses a claim
 //	              of the fake driver's class with a FaultSpec outside
 //	              faultline's own namespaces

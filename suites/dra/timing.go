@@ -111,4 +111,22 @@ const (
 	// attempt (Go map order: 1/2 per round), the case in which a kubelet
 	// without kubernetes#140274 duplicates its devices.
 	cdiRounds = 5
+	// sliceWipingDelay is how long the kubelet waits after it lost its
+	// connection to a driver (and no other endpoint of it is connected)
+	// before it deletes the driver's ResourceSlices on the node
+	// (pkg/kubelet/cm/dra/manager.go: defaultWipingDelay, 30 s in v1.36.3
+	// and v1.37.2).
+	sliceWipingDelay = 30 * time.Second
+	// unresponsiveDown is how long an Unresponsive fault keeps a driver's
+	// DRA service down: past the wiping delay, and long enough that the
+	// kubelet's next prepare, at the pod's resync (at most
+	// prepareRetryMax after the first), finds it down too, so that the
+	// pod shows what the user is told while the driver does not answer,
+	// not only the call that was cut.
+	unresponsiveDown = prepareRetryMax + prepareRetryTolerance + 10*time.Second
+	// grpcReconnectMax is gRPC's default maximum connection backoff
+	// (google.golang.org/grpc/backoff.DefaultConfig.MaxDelay): the kubelet
+	// dials its channel to a driver again at most this long after the
+	// previous failed attempt; it sets no backoff of its own.
+	grpcReconnectMax = 120 * time.Second
 )

@@ -142,6 +142,15 @@ func (n Node) HealthStream(ctx context.Context) ([]driver.StreamEvent, error) {
 	return out, err
 }
 
+// Service returns the state of the driver's DRA service on the node
+// (GET /service): whether it answers, when an Unresponsive fault stopped
+// it and when it started again.
+func (n Node) Service(ctx context.Context) (driver.ServiceState, error) {
+	var out driver.ServiceState
+	err := n.get(ctx, "/service", nil, &out)
+	return out, err
+}
+
 // FailDevice breaks a device now (POST /devices/fail): taint with effect
 // in the ResourceSlice, Unhealthy in the health stream, condition
 // Ready=False/DeviceFailed in the claims it is prepared for. The caller

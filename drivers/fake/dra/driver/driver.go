@@ -77,11 +77,14 @@ type Driver struct {
 	cfg      Config
 	recorder *calls.Recorder
 	devices  *inventory
-	helper   *kubeletplugin.Helper
-	cancel   context.CancelFunc
-	reg      registration
-	streams  *healthStreams
-	wg       sync.WaitGroup
+	// registrar registers the driver with the kubelet for the driver's
+	// whole life; service serves dra.sock (service.go).
+	registrar *kubeletplugin.Helper
+	service   *service
+	cancel    context.CancelFunc
+	reg       registration
+	streams   *healthStreams
+	wg        sync.WaitGroup
 
 	mu     sync.Mutex
 	claims map[types.UID]*claimState
@@ -107,8 +110,9 @@ type claimState struct {
 	lastStatus string
 }
 
-// Start creates the driver, starts the kubeletplugin helper (gRPC
-// registration + DRA + health services) and publishes the ResourceSlice.
+// Start creates the driver, starts the kubeletplugin helpers (gRPC
+// registration; DRA + health services, service.go) and publishes the
+// ResourceSlice.
 // Stop it with Driver.Stop or by cancelling ctx.
 func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	if cfg.DriverName == "" {
@@ -167,21 +171,41 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 	}
 	opts = append(opts, cfg.ExtraOptions...)
 
-	helper, err := kubeletplugin.Start(ctx, d, opts...)
-	if err != nil {
-		return nil, fmt.Errorf("start kubelet plugin: %w", err)
+	// bgCtx ends with Stop: the GC loop and a pending service restart.
+	bgCtx, cancel := context.WithCancel(ctx)
+	d.cancel = cancel
+	d.service = &service{
+		ctx: bgCtx,
+		start: func(ctx context.Context) (*kubeletplugin.Helper, error) {
+			h, err := kubeletplugin.Start(ctx, d, append(opts[:len(opts):len(opts)], kubeletplugin.RegistrationService(false))...)
+			if err != nil {
+				return nil, fmt.Errorf("start the DRA service: %w", err)
+			}
+			return h, nil
+		},
+		republish: d.devices.publish,
 	}
-	d.helper = helper
 	d.devices.setPublisher(func(ctx context.Context) error {
-		return helper.PublishResources(ctx, d.devices.resources())
+		return d.service.publish(ctx, d.devices.resources())
 	})
+	// The service first, so that it answers once the kubelet registers
+	// the driver.
+	if err := d.service.run(); err != nil {
+		cancel()
+		return nil, err
+	}
+	registrar, err := kubeletplugin.Start(bgCtx, d, append(opts[:len(opts):len(opts)], kubeletplugin.DRAService(false))...)
+	if err != nil {
+		d.service.stop()
+		cancel()
+		return nil, fmt.Errorf("start the registrar: %w", err)
+	}
+	d.registrar = registrar
 	if err := d.devices.publish(ctx); err != nil {
-		helper.Stop()
+		d.Stop()
 		return nil, fmt.Errorf("publish ResourceSlice: %w", err)
 	}
 	if cfg.GCInterval > 0 {
-		bgCtx, cancel := context.WithCancel(ctx)
-		d.cancel = cancel
 		d.wg.Add(1)
 		go func() {
 			defer d.wg.Done()
@@ -196,10 +220,9 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 // ResourceSlice controller. Published slices stay: the kubelet removes the
 // slices of a driver that stays unregistered.
 func (d *Driver) Stop() {
-	if d.cancel != nil {
-		d.cancel()
-	}
-	d.helper.Stop()
+	d.cancel()
+	d.registrar.Stop()
+	d.service.stop()
 	d.wg.Wait()
 }
 

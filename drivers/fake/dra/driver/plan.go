@@ -27,6 +27,8 @@ type plan struct {
 	// health are the health faults of config entries whose scope covers
 	// at least one of the claim's devices of this driver.
 	health []faultspec.HealthFault
+	// service are the service faults of such config entries.
+	service []faultspec.ServiceFault
 }
 
 type target struct {
@@ -122,6 +124,7 @@ func (d *Driver) planFor(ctx context.Context, claim *resourceapi.ResourceClaim) 
 		apply(spec.Unprepare, func(t *target, f faultspec.Fault) { t.unprepare = append(t.unprepare, f) })
 		if slices.ContainsFunc(p.targets, inScope) {
 			p.health = append(p.health, spec.Health...)
+			p.service = append(p.service, spec.Service...)
 		}
 		if spec.CDI != nil {
 			for j := range p.targets {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
@@ -53,6 +55,24 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	d.mu.Unlock()
 	for _, w := range works {
 		w.end = d.begin(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt)
+	}
+
+	// Service faults fire at a claim's first prepare, before anything
+	// else: the call is left unanswered, for every claim in it.
+	for _, w := range works {
+		if w.attempt != 1 || len(w.plan.service) == 0 {
+			continue
+		}
+		text, fired := d.unresponsive(ctx, w.claim.Namespace, w.claim.Name, w.claim.UID, w.plan.service)
+		if !fired {
+			break
+		}
+		for _, w := range works {
+			rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, w.plan, 0, 0)
+			rec.Outcome, rec.Classification, rec.Error = calls.Failed, "unanswered", text
+			d.record(ctx, rec, w.end)
+		}
+		return nil, status.Error(codes.Unavailable, "faultline: "+text)
 	}
 
 	// One gRPC call stalls as a whole, for the longest stall any claim in

@@ -33,6 +33,11 @@ const (
 	// down: every pod with a device of that driver on the node shows its
 	// health Unknown meanwhile.
 	MaxStreamDown = 10 * time.Minute
+	// MaxUnresponsive bounds how long an Unresponsive service fault keeps
+	// the driver's DRA service down on a node: every claim of that driver
+	// there fails to prepare meanwhile, and the kubelet removes the
+	// driver's ResourceSlices after 30 s.
+	MaxUnresponsive = 5 * time.Minute
 )
 
 // FaultSpec is the JSON object in ResourceClaim
@@ -49,6 +54,11 @@ type FaultSpec struct {
 	// first prepared. The stream is the driver's, not the claim's: every
 	// device of the driver on that node is affected.
 	Health []HealthFault `json:"health,omitempty"`
+	// Service faults act on the driver's DRA service (its gRPC socket,
+	// dra.sock) on the claim's node, once, at the claim's first
+	// NodePrepareResources call, which they leave unanswered. Like the
+	// health stream, the service is the driver's, not the claim's.
+	Service []ServiceFault `json:"service,omitempty"`
 	// CDI, when set, makes the driver hand the kubelet a CDI device for
 	// each of the claim's devices in the config entry's scope (none
 	// otherwise). Not a fault: a witness the runtime writes (see CDI).
@@ -81,6 +91,33 @@ type HealthFault struct {
 // after Parse.
 func (h HealthFault) DownDuration() time.Duration {
 	d, _ := time.ParseDuration(h.Duration)
+	return d
+}
+
+// ServiceFaultType says what a service fault does.
+type ServiceFaultType string
+
+const (
+	// Unresponsive stops the driver's DRA service on the claim's node for
+	// Duration, the way a driver that hangs after registration looks to
+	// the kubelet: its socket and every connection to it are closed (the
+	// call in progress and every later one fail as unavailable), and it
+	// publishes nothing. Its registration stays, so the kubelet keeps the
+	// driver registered. After Duration it serves and publishes again.
+	Unresponsive ServiceFaultType = "Unresponsive"
+)
+
+// ServiceFault is one injected failure of the driver's DRA service.
+type ServiceFault struct {
+	Type ServiceFaultType `json:"type"`
+	// Duration (required): how long the service stays down, a Go
+	// duration of at most MaxUnresponsive.
+	Duration string `json:"duration"`
+}
+
+// DownDuration returns the parsed Duration; only valid after Parse.
+func (f ServiceFault) DownDuration() time.Duration {
+	d, _ := time.ParseDuration(f.Duration)
 	return d
 }
 
@@ -235,6 +272,9 @@ func (s *FaultSpec) normalize() {
 	if len(s.Health) == 0 {
 		s.Health = nil
 	}
+	if len(s.Service) == 0 {
+		s.Service = nil
+	}
 	for _, faults := range [][]Fault{s.Prepare, s.Unprepare} {
 		for i := range faults {
 			if len(faults[i].Devices) == 0 {
@@ -291,6 +331,33 @@ func (s *FaultSpec) validate() []string {
 	}
 	for i, h := range s.Health {
 		problems = append(problems, h.validate(fmt.Sprintf("health[%d]", i))...)
+	}
+	for i, f := range s.Service {
+		problems = append(problems, f.validate(fmt.Sprintf("service[%d]", i))...)
+	}
+	return problems
+}
+
+// validate checks one service fault.
+func (f ServiceFault) validate(path string) []string {
+	var problems []string
+	switch f.Type {
+	case Unresponsive:
+	case "":
+		problems = append(problems, path+".type: required, one of Unresponsive")
+	default:
+		problems = append(problems, fmt.Sprintf("%s.type: unknown service fault type %q, want Unresponsive", path, f.Type))
+	}
+	d, err := time.ParseDuration(f.Duration)
+	switch {
+	case f.Duration == "":
+		problems = append(problems, path+".duration: required, a Go duration such as \"90s\" (the service must come back)")
+	case err != nil:
+		problems = append(problems, fmt.Sprintf("%s.duration: invalid duration %q: want a Go duration such as \"90s\"", path, f.Duration))
+	case d <= 0:
+		problems = append(problems, fmt.Sprintf("%s.duration: must be positive, got %q", path, f.Duration))
+	case d > MaxUnresponsive:
+		problems = append(problems, fmt.Sprintf("%s.duration: %q is longer than the cap of %s", path, f.Duration, MaxUnresponsive))
 	}
 	return problems
 }

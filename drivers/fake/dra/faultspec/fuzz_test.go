@@ -43,6 +43,9 @@ func FuzzParse(f *testing.F) {
 		`{` + head + `,"health":[{"type":"Drop","count":1}]}`,
 		`{` + head + `,"health":[],"cdi":{}}`,
 		`{` + head + `,"health":null,"cdi":null}`,
+		`{` + head + `,"service":[{"type":"Unresponsive","duration":"1m30s"}]}`,
+		`{` + head + `,"service":[{"type":"Unresponsive","duration":"5m0.000000001s"},{"type":"Unresponsive"}]}`,
+		`{` + head + `,"service":[],"health":[]}`,
 		`{` + head + `,"cdi":{"hook":false},"cdi":{"hook":true}}`,
 		`{` + head + `,"cdi":[]}`,
 		`{"apiVersion":"v1"}`, `null`, `[]`, `"x"`, ``, `{`, `{}`,
@@ -100,6 +103,17 @@ func checkInvariants(t *testing.T, spec *FaultSpec) {
 	}
 	if spec.Health != nil && len(spec.Health) == 0 {
 		t.Errorf("empty health list not normalized to nil")
+	}
+	if spec.Service != nil && len(spec.Service) == 0 {
+		t.Errorf("empty service list not normalized to nil")
+	}
+	for i, f := range spec.Service {
+		if f.Type != Unresponsive {
+			t.Errorf("service[%d]: type %q accepted", i, f.Type)
+		}
+		if d := f.DownDuration(); d <= 0 || d > MaxUnresponsive {
+			t.Errorf("service[%d]: duration %q accepted, outside (0, %s]", i, f.Duration, MaxUnresponsive)
+		}
 	}
 	for i, h := range spec.Health {
 		if h.Type != StreamDrop {

@@ -16,6 +16,9 @@
 //	POST /reset                repair all devices (taints, health)
 //	GET  /healthstream         the kubelet's health streams: opened, dropped
 //	                           by a StreamDrop fault, refused, closed (JSON)
+//	GET  /service              the DRA service: answering now, and when an
+//	                           Unresponsive fault stopped it and it started
+//	                           again (JSON)
 //
 // Two subcommands run inside a test container (the fakes image holds this
 // binary), for claims whose FaultSpec asks for CDI devices:
@@ -195,6 +198,7 @@ func run(cfg config) error {
 	mux.Handle("/devices/repair", drv.RepairHandler())
 	mux.Handle("/reset", drv.ResetHandler())
 	mux.Handle("/healthstream", drv.HealthStreamHandler())
+	mux.Handle("/service", drv.ServiceHandler())
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
 			return
