@@ -51,6 +51,13 @@ var (
 //   - kep-containerd, kep-crio: the KEP-5322 requirement (and the transient
 //     and bad-configuration ones) on the kubelet of clusters/patches/kep-5322
 //     (stacks *-1.37+kep-5322, 2026-11-24 06:58);
+//   - full6-containerd, full6-crio: every suite on Kubernetes v1.37.2 with
+//     every requirement of today's catalogue, from the cold .ci/run
+//     (2026-11-24 10:50; the README's grid); full6-136-containerd,
+//     full6-136-crio: every suite on v1.36.3 (2026-11-24 10:05);
+//   - ci136-containerd: the cold .ci/run's 'smoke || ci' stage on v1.36.3,
+//     where containerd kept a sandbox an NRI plugin had failed (2026-11-24
+//     10:52);
 //   - ci-subset-containerd-unlabelled: a run with a label filter, from before
 //     specs named requirements (2026-11-23).
 func recorded(t *testing.T, name string) []types.Report {
@@ -138,9 +145,12 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	// 1.36.3 in skew), judged by the 1.37 files that extend the 1.36 ones.
 	// And the runs of today's catalogue: the default stacks, and the
 	// variants judged by their own files (a pass of the failure policy on
-	// NRI v0.12.5, of KEP-5322 on the patched kubelet).
+	// NRI v0.12.5, of KEP-5322 on the patched kubelet). And the runs with
+	// every requirement of today's catalogue on both releases, where a
+	// driver that stops answering gets its known verdict.
 	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio", "full137-containerd", "full137-crio",
-		"full5-containerd", "full5-crio", "nri125-containerd", "kep-containerd", "kep-crio"} {
+		"full5-containerd", "full5-crio", "nri125-containerd", "kep-containerd", "kep-crio",
+		"full6-containerd", "full6-crio", "full6-136-containerd", "full6-136-crio", "ci136-containerd"} {
 		for _, v := range Build([]Run{recordedRun(t, name, 1, "")}, x, Header{OwnClusters: true}).Unexpected() {
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 		}
@@ -161,6 +171,15 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	} {
 		if v := rep.Verdict(c.id, c.stack); v == nil || v.State != c.state {
 			t.Errorf("%s on %s: %+v, want %s", c.id, c.stack, v, c.state)
+		}
+	}
+
+	for _, c := range []struct{ name, stack string }{
+		{"full6-containerd", "containerd-1.37"}, {"full6-crio", "crio-1.37"},
+		{"full6-136-containerd", "containerd-1.36"}, {"full6-136-crio", "crio-1.36"},
+	} {
+		if v := Build([]Run{recordedRun(t, c.name, 1, "")}, x, Header{OwnClusters: true}).Verdict("DRA-UNRESPONSIVE-DRIVER", c.stack); v == nil || v.State != KnownDiscrepancy {
+			t.Errorf("%s: DRA-UNRESPONSIVE-DRIVER on %s: %+v, want a known discrepancy", c.name, c.stack, v)
 		}
 	}
 
