@@ -23,7 +23,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
-	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // StreamEventType is what happened to a health stream.
@@ -88,10 +87,7 @@ func (h *healthStreams) recordLocked(e StreamEvent) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	if len(h.events) >= maxStreamEvents {
-		h.events = append(h.events[:0:0], h.events[len(h.events)-maxStreamEvents/2:]...)
-	}
-	h.events = append(h.events, e)
+	h.events = appendBounded(h.events, e, maxStreamEvents)
 }
 
 // open admits a new stream: it returns the channel that a drop closes, or
@@ -195,14 +191,5 @@ func (d *Driver) HealthStreamEvents() []StreamEvent { return d.streams.record() 
 // HealthStreamHandler serves GET /healthstream: every stream event, oldest
 // first.
 func (d *Driver) HealthStreamHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodGet {
-			http.Error(w, "only GET is supported", http.StatusMethodNotAllowed)
-			return
-		}
-		if _, ok := query.Request(w, req); !ok {
-			return
-		}
-		writeJSON(w, d.HealthStreamEvents())
-	})
+	return serveJSON(func() any { return d.HealthStreamEvents() })
 }

@@ -34,6 +34,18 @@ type RepairResponse struct {
 // DevicesHandler serves GET /devices: every device with its injected
 // failure, if any.
 func (d *Driver) DevicesHandler() http.Handler {
+	return serveJSON(func() any {
+		out := make([]DeviceState, 0, d.devices.count)
+		for i := 0; i < d.devices.count; i++ {
+			out = append(out, d.deviceState(DeviceName(i)))
+		}
+		return out
+	})
+}
+
+// serveJSON serves GET, without query parameters, with what body returns
+// as JSON.
+func serveJSON(body func() any) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		if req.Method != http.MethodGet {
 			http.Error(w, "only GET is supported", http.StatusMethodNotAllowed)
@@ -42,11 +54,7 @@ func (d *Driver) DevicesHandler() http.Handler {
 		if _, ok := query.Request(w, req); !ok {
 			return
 		}
-		out := make([]DeviceState, 0, d.devices.count)
-		for i := 0; i < d.devices.count; i++ {
-			out = append(out, d.deviceState(DeviceName(i)))
-		}
-		writeJSON(w, out)
+		writeJSON(w, body())
 	})
 }
 

@@ -24,7 +24,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
-	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 // ServiceEventType is what happened to the DRA service.
@@ -84,10 +83,7 @@ func (s *service) recordLocked(e ServiceEvent) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	if len(s.events) >= maxServiceEvents {
-		s.events = append(s.events[:0:0], s.events[len(s.events)-maxServiceEvents/2:]...)
-	}
-	s.events = append(s.events, e)
+	s.events = appendBounded(s.events, e, maxServiceEvents)
 }
 
 // run starts the service; the driver's Start calls it once.
@@ -230,16 +226,16 @@ func (d *Driver) unresponsive(ctx context.Context, namespace, name string, uid t
 	return "", false
 }
 
+// appendBounded appends e to a record that holds at most limit entries:
+// when it is full, the older half goes first.
+func appendBounded[E any](record []E, e E, limit int) []E {
+	if len(record) >= limit {
+		record = append(record[:0:0], record[len(record)-limit/2:]...)
+	}
+	return append(record, e)
+}
+
 // ServiceHandler serves GET /service.
 func (d *Driver) ServiceHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodGet {
-			http.Error(w, "only GET is supported", http.StatusMethodNotAllowed)
-			return
-		}
-		if _, ok := query.Request(w, req); !ok {
-			return
-		}
-		writeJSON(w, d.service.state())
-	})
+	return serveJSON(func() any { return d.service.state() })
 }

@@ -2,7 +2,10 @@ package driver
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -119,5 +122,25 @@ func TestUnresponsive(t *testing.T) {
 	}
 	if c := h.lastCall(hang.UID); c.Outcome != calls.Prepared || c.Attempt != 2 {
 		t.Errorf("the faulty claim's second prepare: %+v, want Prepared (the fault fires once)", c)
+	}
+
+	srv := httptest.NewServer(h.drv.ServiceHandler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	var st ServiceState
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil || !st.Answering || len(st.Events) != 3 || st.Events[2].Event != ServiceStarted {
+		t.Errorf("GET /service: %+v, %v", st, err)
+	}
+	post, err := http.Post(srv.URL, "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = post.Body.Close()
+	if post.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("POST /service: status %d", post.StatusCode)
 	}
 }
