@@ -348,18 +348,27 @@ func (f ServiceFault) validate(path string) []string {
 	default:
 		problems = append(problems, fmt.Sprintf("%s.type: unknown service fault type %q, want Unresponsive", path, f.Type))
 	}
-	d, err := time.ParseDuration(f.Duration)
-	switch {
-	case f.Duration == "":
+	if f.Duration == "" {
 		problems = append(problems, path+".duration: required, a Go duration such as \"90s\" (the service must come back)")
-	case err != nil:
-		problems = append(problems, fmt.Sprintf("%s.duration: invalid duration %q: want a Go duration such as \"90s\"", path, f.Duration))
-	case d <= 0:
-		problems = append(problems, fmt.Sprintf("%s.duration: must be positive, got %q", path, f.Duration))
-	case d > MaxUnresponsive:
-		problems = append(problems, fmt.Sprintf("%s.duration: %q is longer than the cap of %s", path, f.Duration, MaxUnresponsive))
+	} else if p := durationProblem(f.Duration, MaxUnresponsive, "90s"); p != "" {
+		problems = append(problems, path+".duration: "+p)
 	}
 	return problems
+}
+
+// durationProblem says what is wrong with a fault's duration, "" when it
+// is a positive Go duration of at most limit.
+func durationProblem(raw string, limit time.Duration, example string) string {
+	d, err := time.ParseDuration(raw)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("invalid duration %q: want a Go duration such as %q", raw, example)
+	case d <= 0:
+		return fmt.Sprintf("must be positive, got %q", raw)
+	case d > limit:
+		return fmt.Sprintf("%q is longer than the cap of %s", raw, limit)
+	}
+	return ""
 }
 
 // validate checks one health fault.
@@ -373,14 +382,8 @@ func (h HealthFault) validate(path string) []string {
 		problems = append(problems, fmt.Sprintf("%s.type: unknown health fault type %q, want StreamDrop", path, h.Type))
 	}
 	if h.Duration != "" {
-		d, err := time.ParseDuration(h.Duration)
-		switch {
-		case err != nil:
-			problems = append(problems, fmt.Sprintf("%s.duration: invalid duration %q: want a Go duration such as \"90s\"", path, h.Duration))
-		case d <= 0:
-			problems = append(problems, fmt.Sprintf("%s.duration: must be positive, got %q (leave it out to serve the first reconnect)", path, h.Duration))
-		case d > MaxStreamDown:
-			problems = append(problems, fmt.Sprintf("%s.duration: %q is longer than the cap of %s", path, h.Duration, MaxStreamDown))
+		if p := durationProblem(h.Duration, MaxStreamDown, "90s"); p != "" {
+			problems = append(problems, path+".duration: "+p)
 		}
 	}
 	return problems
@@ -451,15 +454,9 @@ func (f Fault) validate(path string, unprepare bool) []string {
 	}
 
 	if f.Duration != "" {
-		d, err := time.ParseDuration(f.Duration)
-		switch {
-		case err != nil:
-			add("duration", "invalid duration %q: want a Go duration such as \"60s\"", f.Duration)
-		case d <= 0:
-			add("duration", "must be positive, got %q", f.Duration)
-		case d > MaxStall:
-			add("duration", "%q is longer than the cap of %s (the kubelet gives up on a call after 45s)", f.Duration, MaxStall)
-		case f.Type != Stall:
+		if p := durationProblem(f.Duration, MaxStall, "60s"); p != "" {
+			add("duration", "%s", p)
+		} else if f.Type != Stall {
 			add("duration", "only allowed for Stall")
 		}
 	} else if f.Type == Stall {
