@@ -92,11 +92,16 @@ func (s *service) run() error {
 	if err != nil {
 		return err
 	}
+	s.serving(h)
+	return nil
+}
+
+// serving makes h the helper that serves, and records that.
+func (s *service) serving(h *kubeletplugin.Helper) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.helper = h
 	s.recordLocked(ServiceEvent{Event: ServiceStarted})
-	s.mu.Unlock()
-	return nil
 }
 
 // publish hands the resources to the serving helper. While the service
@@ -155,10 +160,7 @@ func (s *service) restart(logger klog.Logger) {
 	for {
 		h, err := s.start(s.ctx)
 		if err == nil {
-			s.mu.Lock()
-			s.helper = h
-			s.recordLocked(ServiceEvent{Event: ServiceStarted})
-			s.mu.Unlock()
+			s.serving(h)
 			logger.Info("Unresponsive fault over: the DRA service serves again")
 			if err := s.republish(s.ctx); err != nil {
 				logger.Error(err, "Publishing the ResourceSlices again failed")
@@ -194,7 +196,7 @@ func (s *service) stop() {
 	h.Stop()
 }
 
-// State returns GET /service's content.
+// state returns GET /service's content.
 func (s *service) state() ServiceState {
 	s.mu.Lock()
 	defer s.mu.Unlock()
