@@ -42,6 +42,9 @@ type backend interface {
 	CreateCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error
 	DeleteCluster(ctx context.Context, name string) error
 	LoadImage(ctx context.Context, cluster, image string) error
+	// CheckPodTraffic proves pods on different nodes reach each other,
+	// with the fakes image.
+	CheckPodTraffic(ctx context.Context, cluster, fakesImage string) error
 	ExportLogs(ctx context.Context, cluster, dir string) error
 	ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error)
 	// RunSuites runs the test binary against a cluster, results into dir.
@@ -218,6 +221,10 @@ func (b *realBackend) LoadImage(ctx context.Context, cluster, image string) erro
 		return kindcluster.LoadArchive(ctx, cluster, b.fakes.Archive, image)
 	}
 	return kindcluster.LoadImages(ctx, cluster, image) // --fakes-image: the engine's
+}
+
+func (b *realBackend) CheckPodTraffic(ctx context.Context, cluster, fakesImage string) error {
+	return kindcluster.CheckPodTraffic(ctx, cluster, fakesImage)
 }
 
 func (b *realBackend) ExportLogs(ctx context.Context, cluster, dir string) error {

@@ -246,14 +246,32 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	if err := r.stages.Run(label, "load fakes image", func() error { return r.b.LoadImage(ctx, name, fakesImage) }); err != nil {
 		return err
 	}
+	// Only a cluster with workers has pod traffic across nodes to prove;
+	// no suite needs it, so a broken pod network shows here, not as a verdict.
+	if o.Workers > 0 {
+		err := r.stages.Run(label, "check pod traffic across nodes", func() error { return r.b.CheckPodTraffic(ctx, name, fakesImage) })
+		if err != nil {
+			r.exportLogsBeforeCleanup(ctx, label, name, dir)
+			return err
+		}
+	}
 	failed, err := r.runSuites(ctx, index, label, kubeconfig, fakesImage, dir)
-	if (failed || err != nil) && context.Cause(ctx) == nil {
-		// Runs before the cluster's deletion (cleanup is last-in first-out).
-		r.onCleanup(label, "export cluster logs", func(cctx context.Context) error {
-			return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
-		})
+	if failed || err != nil {
+		r.exportLogsBeforeCleanup(ctx, label, name, dir)
 	}
 	return err
+}
+
+// exportLogsBeforeCleanup keeps the nodes' logs of a cluster that failed a
+// check or a spec; not after an interrupt, which wants everything gone fast.
+func (r *run) exportLogsBeforeCleanup(ctx context.Context, label, name, dir string) {
+	if context.Cause(ctx) != nil {
+		return
+	}
+	// Runs before the cluster's deletion (cleanup is last-in first-out).
+	r.onCleanup(label, "export cluster logs", func(cctx context.Context) error {
+		return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
+	})
 }
 
 // runSuites runs the selection --repeat times on one cluster, each run into

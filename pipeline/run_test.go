@@ -105,6 +105,9 @@ func (f *fakeBackend) DeleteCluster(ctx context.Context, name string) error {
 func (f *fakeBackend) LoadImage(ctx context.Context, cluster, image string) error {
 	return f.record("load " + cluster)
 }
+func (f *fakeBackend) CheckPodTraffic(ctx context.Context, cluster, image string) error {
+	return f.record("pod traffic " + cluster)
+}
 func (f *fakeBackend) ExportLogs(ctx context.Context, cluster, dir string) error {
 	return f.record("logs " + cluster)
 }
@@ -233,6 +236,28 @@ func TestStageOrder(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(o.Artifacts, "timings.json")); err != nil {
 		t.Error(err)
 	}
+}
+
+// A cluster with workers gets its pod traffic checked before the suites run;
+// a failed check stops that stack before its suites, and the cluster goes.
+func TestWorkersCheckPodTraffic(t *testing.T) {
+	f := &fakeBackend{started: true}
+	o := testOptions(t)
+	o.Workers = 2
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "load faultline", "pod traffic faultline", "suites containerd", "delete faultline", "stop engine")
+
+	f = &fakeBackend{started: true, fail: map[string]error{"pod traffic faultline": errors.New("pods do not reach each other across nodes")}}
+	o = testOptions(t)
+	o.Workers = 2
+	if err := runFake(t, o, f); err == nil || !strings.Contains(err.Error(), "pods do not reach each other") {
+		t.Errorf("run with a broken pod network: %v; want its error", err)
+	}
+	wantCalls(t, f, "engine", "test binary", "build tools", "node image containerd", "fakes image",
+		"create faultline", "load faultline", "pod traffic faultline", "logs faultline", "delete faultline", "stop engine")
 }
 
 func TestEngineNotStartedIsNotStopped(t *testing.T) {

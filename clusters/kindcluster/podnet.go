@@ -4,8 +4,8 @@ package kindcluster
 // each node's faultline-podnet unit (the node image) sets its bridge subnet to
 // the node's podCIDR; routes between the subnets are set here, from the host,
 // because a kubelet may read its own Node only. routePodNetworks then checks
-// each node's CNI config, so a cluster whose pods could not reach each other
-// across nodes is never handed to the suites.
+// each node's CNI config; CheckPodTraffic (podtraffic.go) proves with traffic
+// that pods reach each other across nodes before the suites get the cluster.
 
 import (
 	"bytes"
