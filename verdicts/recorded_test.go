@@ -2,6 +2,8 @@ package verdicts
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -46,11 +48,10 @@ var (
 //   - full5-containerd, full5-crio: every suite on Kubernetes v1.37.2, the
 //     default, with every requirement of today's catalogue (2026-11-24 07:02;
 //     the README's grid);
-//   - nri125-containerd: the NRI suite on containerd built with NRI v0.12.5
-//     (stack containerd-1.37+nri-v0.12.5, 2026-11-24 06:11);
-//   - kep-containerd, kep-crio: the KEP-5322 requirement (and the transient
-//     and bad-configuration ones) on the kubelet of clusters/patches/kep-5322
-//     (stacks *-1.37+kep-5322, 2026-11-24 06:58);
+//   - nri7-containerd: every suite on containerd built with NRI v0.12.5
+//     (stack containerd-1.37+nri-v0.12.5, 2026-11-24 14:33);
+//   - kep7-containerd, kep7-crio: every suite on the kubelet of
+//     clusters/patches/kep-5322 (stacks *-1.37+kep-5322, 2026-11-24 14:15);
 //   - full6-containerd, full6-crio: every suite on Kubernetes v1.37.2 with
 //     every requirement of today's catalogue, from the cold .ci/run
 //     (2026-11-24 10:50; the README's grid); full6-136-containerd,
@@ -149,7 +150,7 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	// every requirement of today's catalogue on both releases, where a
 	// driver that stops answering gets its known verdict.
 	for _, name := range []string{"full2-containerd", "full3-containerd", "full4-containerd", "full4-crio", "full137-containerd", "full137-crio",
-		"full5-containerd", "full5-crio", "nri125-containerd", "kep-containerd", "kep-crio",
+		"full5-containerd", "full5-crio", "nri7-containerd", "kep7-containerd", "kep7-crio",
 		"full6-containerd", "full6-crio", "full6-136-containerd", "full6-136-crio", "ci136-containerd"} {
 		for _, v := range Build([]Run{recordedRun(t, name, 1, "")}, x, Header{OwnClusters: true}).Unexpected() {
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
@@ -186,10 +187,10 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 	// The variants: their passes are expected by their own files, and
 	// would be news to their base stack's.
 	for _, c := range []struct{ name, id, stack string }{
-		{"nri125-containerd", "NRI-POLICY-FAIL-REQUEST", "containerd-1.37+nri-v0.12.5"},
-		{"nri125-containerd", "NRI-POLICY-KEEP-CONNECTED", "containerd-1.37+nri-v0.12.5"},
-		{"kep-containerd", "DRA-PERMANENT-FAILS-POD", "containerd-1.37+kep-5322"},
-		{"kep-crio", "DRA-PERMANENT-FAILS-POD", "crio-1.37+kep-5322"},
+		{"nri7-containerd", "NRI-POLICY-FAIL-REQUEST", "containerd-1.37+nri-v0.12.5"},
+		{"nri7-containerd", "NRI-POLICY-KEEP-CONNECTED", "containerd-1.37+nri-v0.12.5"},
+		{"kep7-containerd", "DRA-PERMANENT-FAILS-POD", "containerd-1.37+kep-5322"},
+		{"kep7-crio", "DRA-PERMANENT-FAILS-POD", "crio-1.37+kep-5322"},
 	} {
 		run := recordedRun(t, c.name, 1, "")
 		if v := Build([]Run{run}, x, Header{OwnClusters: true}).Verdict(c.id, c.stack); v == nil || v.State != Pass || v.Unexpected != "" {
@@ -328,6 +329,59 @@ func TestRecordedRunsOnKubernetes137(t *testing.T) {
 		}
 		if skew := r.Stack.Skew; (name == "full137-crio") != (skew != "") {
 			t.Errorf("%s: skew %q", name, skew)
+		}
+	}
+}
+
+// TestRecordedVariantsMatchTheirBase: a variant stack run in full (the
+// multi-node shape, the KEP-5322 kubelet, containerd with NRI v0.12.5) gives
+// every requirement the verdict its base stack gave in a full run, but where
+// the variant's own expectations say it differs, or the base's say the
+// verdict varies between runs. For the multi-node shape that is the issue's
+// rule: its verdicts match the single-node ones.
+func TestRecordedVariantsMatchTheirBase(t *testing.T) {
+	x, err := LoadExpectationsPath("../expectations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ variant, base string }{
+		{"multi7-containerd", "full6-containerd"}, {"multi7-crio", "full6-crio"},
+		{"kep7-containerd", "full6-containerd"}, {"kep7-crio", "full6-crio"},
+		{"nri7-containerd", "full6-containerd"},
+	} {
+		variant, base := recordedRun(t, c.variant, 1, ""), recordedRun(t, c.base, 1, "")
+		vkey, bkey := variant.Stack.Key, base.Stack.Key
+		if vkey == bkey || BaseKey(vkey) != bkey {
+			t.Errorf("%s is stack %s, not a variant of %s's %s", c.variant, vkey, c.base, bkey)
+			continue
+		}
+		rep := Build([]Run{variant, base}, x, Header{OwnClusters: true})
+		differ := 0
+		for _, req := range requirements.All() {
+			v, b := rep.Verdict(req.ID, vkey), rep.Verdict(req.ID, bkey)
+			if v == nil || b == nil {
+				t.Errorf("%s: %s has no verdict on %s or %s", c.variant, req.ID, vkey, bkey)
+				continue
+			}
+			if v.State == b.State {
+				continue
+			}
+			ve, be := x.For(vkey).For(req.ID), x.For(bkey).For(req.ID)
+			state := v.State
+			if state == KnownDiscrepancy {
+				state = Fail // a failure the expectation explains
+			}
+			if be != nil && be.Verdict == ExpectVaries && slices.Contains(be.Allowed(), state) {
+				continue
+			}
+			if !reflect.DeepEqual(ve, be) {
+				differ++ // the variant's file says so
+				continue
+			}
+			t.Errorf("%s on %s: %s, on %s: %s; no expectation says they differ", req.ID, vkey, v.State, bkey, b.State)
+		}
+		if strings.Contains(vkey, "multinode") && differ != 0 {
+			t.Errorf("%s: %d verdicts differ from the single-node ones by the expectations, want none", vkey, differ)
 		}
 	}
 }
