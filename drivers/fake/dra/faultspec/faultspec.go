@@ -350,25 +350,29 @@ func (f ServiceFault) validate(path string) []string {
 	}
 	if f.Duration == "" {
 		problems = append(problems, path+".duration: required, a Go duration such as \"90s\" (the service must come back)")
-	} else if p := durationProblem(f.Duration, MaxUnresponsive, "90s"); p != "" {
+	} else if p := durationProblem(f.Duration, MaxUnresponsive, "90s", "the service must come back"); p != "" {
 		problems = append(problems, path+".duration: "+p)
 	}
 	return problems
 }
 
 // durationProblem says what is wrong with a fault's duration, "" when it
-// is a positive Go duration of at most limit.
-func durationProblem(raw string, limit time.Duration, example string) string {
+// is a positive Go duration of at most limit; hint, what the field is for,
+// ends each problem.
+func durationProblem(raw string, limit time.Duration, example, hint string) string {
 	d, err := time.ParseDuration(raw)
+	var problem string
 	switch {
 	case err != nil:
-		return fmt.Sprintf("invalid duration %q: want a Go duration such as %q", raw, example)
+		problem = fmt.Sprintf("invalid duration %q: want a Go duration such as %q", raw, example)
 	case d <= 0:
-		return fmt.Sprintf("must be positive, got %q", raw)
+		problem = fmt.Sprintf("must be positive, got %q", raw)
 	case d > limit:
-		return fmt.Sprintf("%q is longer than the cap of %s", raw, limit)
+		problem = fmt.Sprintf("%q is longer than the cap of %s", raw, limit)
+	default:
+		return ""
 	}
-	return ""
+	return problem + " (" + hint + ")"
 }
 
 // validate checks one health fault.
@@ -382,7 +386,7 @@ func (h HealthFault) validate(path string) []string {
 		problems = append(problems, fmt.Sprintf("%s.type: unknown health fault type %q, want StreamDrop", path, h.Type))
 	}
 	if h.Duration != "" {
-		if p := durationProblem(h.Duration, MaxStreamDown, "90s"); p != "" {
+		if p := durationProblem(h.Duration, MaxStreamDown, "90s", "leave it out to serve the first reconnect"); p != "" {
 			problems = append(problems, path+".duration: "+p)
 		}
 	}
@@ -454,7 +458,7 @@ func (f Fault) validate(path string, unprepare bool) []string {
 	}
 
 	if f.Duration != "" {
-		if p := durationProblem(f.Duration, MaxStall, "60s"); p != "" {
+		if p := durationProblem(f.Duration, MaxStall, "60s", "the kubelet gives up on a call after 45s"); p != "" {
 			add("duration", "%s", p)
 		} else if f.Type != Stall {
 			add("duration", "only allowed for Stall")
