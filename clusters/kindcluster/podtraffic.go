@@ -76,72 +76,77 @@ func checkPodTraffic(ctx context.Context, cs kubernetes.Interface, image string)
 	}()
 
 	for i, node := range nodeNames {
-		pod := podTrafficPod(fmt.Sprintf("answer-%d", i), node, image,
+		pod := podTrafficPod(checkPodName("answer", i), node, image,
 			"--message", "pod network check: answered on "+node, "--serve", fmt.Sprintf(":%d", podTrafficPort))
 		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("answering pod on %s: %w", node, err)
 		}
 	}
-	ips := map[string]string{} // node: its answering pod's IP
-	var lastErr error          // the last failed read of the API
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		for i, node := range nodeNames {
-			pod, err := pods.Get(ctx, fmt.Sprintf("answer-%d", i), metav1.GetOptions{})
-			if err != nil {
-				lastErr = err     // the API's blips: the deadline decides
-				return false, nil //nolint:nilerr // named in the error at the deadline
-			}
-			if pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" {
-				ips[node] = pod.Status.PodIP
-			}
-		}
-		return len(ips) == len(nodeNames), nil
+	answering, err := waitPods(ctx, cs, "answer", len(nodeNames), func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodRunning && p.Status.PodIP != ""
 	})
 	if err != nil {
-		return fmt.Errorf("answering pods: %d of %d running (%v; last API error: %v)%s", len(ips), len(nodeNames), err, lastErr, podStates(ctx, cs))
+		return fmt.Errorf("answering pods not running: %w", err)
 	}
 
 	for i, node := range nodeNames {
 		var targets []string
-		for _, other := range nodeNames {
-			if other != node {
-				targets = append(targets, fmt.Sprintf("%s:%d", ips[other], podTrafficPort))
+		for j, other := range answering {
+			if j != i {
+				targets = append(targets, fmt.Sprintf("%s:%d", other.Status.PodIP, podTrafficPort))
 			}
 		}
-		pod := podTrafficPod(fmt.Sprintf("dial-%d", i), node, image,
+		pod := podTrafficPod(checkPodName("dial", i), node, image,
 			"--reach", strings.Join(targets, ","), "--reach-timeout", podTrafficReach.String())
 		if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("dialing pod on %s: %w", node, err)
 		}
 	}
-	var failed []string
-	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		failed = failed[:0]
-		done := 0
-		for i, node := range nodeNames {
-			name := fmt.Sprintf("dial-%d", i)
-			pod, err := pods.Get(ctx, name, metav1.GetOptions{})
-			if err != nil {
-				lastErr = err
-				return false, nil //nolint:nilerr // named in the error at the deadline
-			}
-			switch pod.Status.Phase {
-			case corev1.PodSucceeded:
-				done++
-			case corev1.PodFailed:
-				done++
-				failed = append(failed, fmt.Sprintf("from %s: %s", node, podLog(ctx, cs, name)))
-			}
-		}
-		return done == len(nodeNames), nil
+	dialing, err := waitPods(ctx, cs, "dial", len(nodeNames), func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	})
 	if err != nil {
-		return fmt.Errorf("dialing pods did not finish (%v; last API error: %v)%s", err, lastErr, podStates(ctx, cs))
+		return fmt.Errorf("dialing pods did not finish: %w", err)
+	}
+	var failed []string
+	for i, pod := range dialing {
+		if pod.Status.Phase == corev1.PodFailed {
+			failed = append(failed, fmt.Sprintf("from %s: %s", nodeNames[i], podLog(ctx, cs, pod.Name)))
+		}
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("pods do not reach each other across nodes:\n  %s", strings.Join(failed, "\n  "))
 	}
 	return nil
+}
+
+// checkPodName names the check's pod of one role on the i-th node.
+func checkPodName(role string, i int) string { return fmt.Sprintf("%s-%d", role, i) }
+
+// waitPods polls the check's pods of a role, one per node, until done holds
+// for each, and returns them in node order. A failed read of the API is
+// retried; the deadline decides, and its error names the last one.
+func waitPods(ctx context.Context, cs kubernetes.Interface, role string, n int, done func(*corev1.Pod) bool) ([]*corev1.Pod, error) {
+	pods := make([]*corev1.Pod, n)
+	var lastErr error
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		settled := 0
+		for i := range pods {
+			pod, err := cs.CoreV1().Pods(podTrafficNamespace).Get(ctx, checkPodName(role, i), metav1.GetOptions{})
+			if err != nil {
+				lastErr = err
+				return false, nil //nolint:nilerr // named in the error at the deadline
+			}
+			if pods[i] = pod; done(pod) {
+				settled++
+			}
+		}
+		return settled == n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("%v (last API error: %v)%s", err, lastErr, podStates(ctx, cs))
+	}
+	return pods, nil
 }
 
 // removeNamespace deletes the check's namespace left by an earlier check

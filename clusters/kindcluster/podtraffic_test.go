@@ -22,6 +22,9 @@ type fakeNodes struct {
 	mu          sync.Mutex
 	unreachable string            // a target IP that never answers
 	dialed      map[string]string // node: its dialing pod's --reach
+	// late: a dialing pod that runs for this many reads before it succeeds.
+	late      string
+	lateReads int
 }
 
 func (f *fakeNodes) clientset(nodeNames ...string) *fake.Clientset {
@@ -45,8 +48,31 @@ func (f *fakeNodes) clientset(nodeNames ...string) *fake.Clientset {
 			if f.unreachable != "" && strings.Contains(reach, f.unreachable) {
 				pod.Status.Phase = corev1.PodFailed
 			}
+			if pod.Name == f.late {
+				pod.Status.Phase = corev1.PodRunning
+			}
 		}
 		return false, nil, nil // the tracker stores the pod with its status
+	})
+	cs.PrependReactor("get", "pods", func(action k8stesting.Action) (bool, runtime.Object, error) {
+		get, ok := action.(k8stesting.GetAction) // a log read is not one
+		if !ok || get.GetName() != f.late {
+			return false, nil, nil
+		}
+		name := get.GetName()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.lateReads > 0 {
+			f.lateReads--
+			return false, nil, nil
+		}
+		obj, err := cs.Tracker().Get(action.GetResource(), action.GetNamespace(), name)
+		if err != nil {
+			return true, nil, err
+		}
+		pod := obj.(*corev1.Pod).DeepCopy()
+		pod.Status.Phase = corev1.PodSucceeded
+		return true, pod, nil
 	})
 	return cs
 }
@@ -81,10 +107,23 @@ func TestCheckPodTrafficDialsEveryOtherNode(t *testing.T) {
 }
 
 func TestCheckPodTrafficNamesTheFailingNode(t *testing.T) {
-	f := &fakeNodes{dialed: map[string]string{}, unreachable: "10.244.2.5"}
-	err := checkPodTraffic(context.Background(), f.clientset("node0", "node1", "node2"), "fakes:test")
+	// node2's dialing pod finishes two polls after the others.
+	f := &fakeNodes{dialed: map[string]string{}, unreachable: "10.244.2.5", late: "dial-2", lateReads: 2}
+	cs := f.clientset("node0", "node1", "node2")
+	err := checkPodTraffic(context.Background(), cs, "fakes:test")
 	if err == nil || !strings.Contains(err.Error(), "from node0") || !strings.Contains(err.Error(), "from node1") || strings.Contains(err.Error(), "from node2") {
 		t.Fatalf("error %v; want the dialing pods of node0 and node1 named, not node2's", err)
+	}
+	// Each failed pod's log is read once, after every dialing pod finished,
+	// not at each poll while node2's still ran.
+	logs := 0
+	for _, a := range cs.Actions() {
+		if a.GetVerb() == "get" && a.GetResource().Resource == "pods" && a.GetSubresource() == "log" {
+			logs++
+		}
+	}
+	if logs != 2 {
+		t.Errorf("%d reads of a pod's log, want 2 (the two failed pods)", logs)
 	}
 }
 
