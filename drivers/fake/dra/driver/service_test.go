@@ -59,6 +59,14 @@ func TestUnresponsive(t *testing.T) {
 	if status.Code(err) != codes.Unavailable {
 		t.Fatalf("the call that fired the fault: %v, want Unavailable", err)
 	}
+	// The caller sees the socket close before the unanswered handler
+	// returns and records the call: wait for the record.
+	h.eventually("the unanswered call's record", func() string {
+		if len(h.drv.Recorder().Calls(string(hang.UID))) == 0 {
+			return "none yet"
+		}
+		return ""
+	})
 	if c := h.lastCall(hang.UID); c.Outcome != calls.Failed || c.Classification != "unanswered" {
 		t.Errorf("recorded call: %+v, want Failed/unanswered", c)
 	}
