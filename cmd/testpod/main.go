@@ -40,7 +40,7 @@ func main() {
 	}
 	fmt.Println(*message)
 	if *serve != "" {
-		if err := startServing(*serve, *message); err != nil {
+		if _, err := startServing(*serve, *message); err != nil {
 			fail("%v", err)
 		}
 	}

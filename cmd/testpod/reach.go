@@ -14,11 +14,12 @@ import (
 	"time"
 )
 
-// startServing answers every connection on addr with line, in the background.
-func startServing(addr, line string) error {
+// startServing answers every connection on addr with line, in the
+// background, and returns the address it listens on.
+func startServing(addr, line string) (net.Addr, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return fmt.Errorf("serve: %w", err)
+		return nil, fmt.Errorf("serve: %w", err)
 	}
 	go func() {
 		for {
@@ -36,7 +37,7 @@ func startServing(addr, line string) error {
 			}()
 		}
 	}()
-	return nil
+	return l.Addr(), nil
 }
 
 // reachAll dials every target until it answers with a line or timeout

@@ -8,15 +8,11 @@ import (
 )
 
 func TestReachAnswersAndMissing(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	served, err := startServing("127.0.0.1:0", "hello from node-a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
-	l.Close() // a free port for startServing
-	if err := startServing(addr, "hello from node-a"); err != nil {
-		t.Fatal(err)
-	}
+	addr := served.String()
 	answers, err := reachAll([]string{addr}, 5*time.Second)
 	if err != nil || len(answers) != 1 || answers[0] != addr+": hello from node-a" {
 		t.Fatalf("reachAll(%s) = %q, %v; want its line", addr, answers, err)
