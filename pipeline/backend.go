@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -75,6 +76,32 @@ type realBackend struct {
 	// fakes is the fakes image this backend built (its archive is loaded
 	// into nodes without an engine's image store).
 	fakes fakes.Built
+	// kubeconfigs are the files this run wrote each cluster's kubeconfig to,
+	// by cluster: kind removes a deleted cluster's entry from that file.
+	// Stacks create and delete their clusters side by side.
+	mu          sync.Mutex
+	kubeconfigs map[string]string
+}
+
+// wroteKubeconfig records the file a cluster's kubeconfig goes to, before
+// kind writes it: a create that fails or is interrupted half-way is deleted
+// with it.
+func (b *realBackend) wroteKubeconfig(cluster, path string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.kubeconfigs == nil {
+		b.kubeconfigs = map[string]string{}
+	}
+	b.kubeconfigs[cluster] = path
+}
+
+// kubeconfig is the file this run wrote a cluster's kubeconfig to; "" for a
+// cluster it did not create or reuse (--replace-cluster), whose delete
+// then edits no kubeconfig (kindcluster.Delete).
+func (b *realBackend) kubeconfig(cluster string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.kubeconfigs[cluster]
 }
 
 type realEngine struct{ *engine.Engine }
@@ -185,11 +212,13 @@ func (b *realBackend) ClusterExists(ctx context.Context, name string) (bool, err
 }
 
 func (b *realBackend) ReuseCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	b.wroteKubeconfig(s.Name, kubeconfig)
 	_, err := kindcluster.Reuse(ctx, s, kubeconfig)
 	return err
 }
 
 func (b *realBackend) CreateCluster(ctx context.Context, s kindcluster.Settings, kubeconfig string) error {
+	b.wroteKubeconfig(s.Name, kubeconfig)
 	return kindcluster.Create(ctx, s, kubeconfig, 3*time.Minute)
 }
 
@@ -198,7 +227,7 @@ func (b *realBackend) CreateCluster(ctx context.Context, s kindcluster.Settings,
 // still starting may appear after the first delete.
 func (b *realBackend) DeleteCluster(ctx context.Context, name string) error {
 	for {
-		if err := kindcluster.Delete(name, ""); err != nil {
+		if err := kindcluster.Delete(name, b.kubeconfig(name)); err != nil {
 			return err
 		}
 		out, err := exec.CommandContext(ctx, "docker", "ps", "-aq", "--filter", "label=io.x-k8s.kind.cluster="+name).Output()

@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/expectations"
@@ -135,16 +138,29 @@ func (o *Options) Validate() error {
 			o.Expectations = abs
 		}
 	}
+	releasesValid := true
 	if len(o.KubernetesVersions) > 0 {
 		seen := map[string]bool{}
+		empty := false
 		for _, v := range o.KubernetesVersions {
+			if v == "" {
+				// versions.ForKubernetes("") is the default release: a stray
+				// comma must not pick it silently.
+				empty = true
+				continue
+			}
 			if _, err := versions.ForKubernetes(v); err != nil {
+				releasesValid = false
 				errs = append(errs, "--kubernetes-version: "+err.Error())
 			}
 			if seen[v] {
 				errs = append(errs, "--kubernetes-version "+v+" is named twice")
 			}
 			seen[v] = true
+		}
+		if empty {
+			releasesValid = false
+			errs = append(errs, fmt.Sprintf("--kubernetes-version %q: an empty release; name %s or all", strings.Join(o.KubernetesVersions, ","), strings.Join(versions.Kubernetes(), ", ")))
 		}
 		if o.Kubeconfig != "" || o.NodeImage != "" {
 			errs = append(errs, "--kubernetes-version picks the releases node images are built from; it does not go with --kubeconfig or --node-image")
@@ -174,12 +190,15 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
-	labels := map[string]bool{}
-	for _, st := range o.Stacks() {
-		if labels[st.Label] {
-			errs = append(errs, "two stacks of the run would both be "+st.Label+": pin Kubernetes releases of different minors")
+	// Stacks of unknown releases would only repeat the error above.
+	if releasesValid {
+		labels := map[string]bool{}
+		for _, st := range o.Stacks() {
+			if labels[st.Label] {
+				errs = append(errs, "two stacks of the run would both be "+st.Label+": pin Kubernetes releases of different minors")
+			}
+			labels[st.Label] = true
 		}
-		labels[st.Label] = true
 	}
 	if o.Procs < 1 {
 		errs = append(errs, fmt.Sprintf("--procs wants a positive number, got %d", o.Procs))
@@ -189,8 +208,17 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Sprintf("--focus: %v", err))
 		}
 	}
-	if !regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`).MatchString(o.ClusterName) {
-		errs = append(errs, fmt.Sprintf("--cluster-name %q: want lower-case letters, digits and '-'", o.ClusterName))
+	// Ginkgo would refuse a bad filter only once the clusters exist.
+	if o.LabelFilter != "" {
+		if _, err := types.ParseLabelFilter(o.LabelFilter); err != nil {
+			errs = append(errs, fmt.Sprintf("--label-filter %q: %s", o.LabelFilter, labelFilterError(err)))
+		}
+	}
+	if limit := kindcluster.MaxNameLength - maxClusterNameSuffix(); len(o.ClusterName) > limit {
+		errs = append(errs, fmt.Sprintf("--cluster-name %q has %d characters: at most %d, so that the node names of every stack's cluster (<name>-<runtime>-<minor>-control-plane) stay DNS labels of at most 63",
+			o.ClusterName, len(o.ClusterName), limit))
+	} else if err := kindcluster.ValidateName(o.ClusterName); err != nil {
+		errs = append(errs, "--cluster-name: "+err.Error())
 	}
 	if o.Kubeconfig != "" {
 		if _, err := os.Stat(o.Kubeconfig); err != nil {
@@ -236,16 +264,45 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Sprintf("%s %s is not a Go module checkout (no go.mod)", name, dir))
 		}
 	}
-	if o.Workers < 0 || o.Workers > 10 {
-		errs = append(errs, fmt.Sprintf("--workers %d: want 0 (one node) to 10", o.Workers))
+	if o.Workers < 0 || o.Workers > kindcluster.MaxWorkers {
+		errs = append(errs, fmt.Sprintf("--workers %d: want 0 (one node) to %d", o.Workers, kindcluster.MaxWorkers))
 	}
-	if o.RuntimeRequestTimeout < 0 || o.NRIRequestTimeout < 0 {
-		errs = append(errs, "timeouts must not be negative")
+	for _, t := range []struct {
+		flag string
+		d    time.Duration
+	}{{"--runtime-request-timeout", o.RuntimeRequestTimeout}, {"--nri-request-timeout", o.NRIRequestTimeout}} {
+		if err := kindcluster.CheckTimeout(t.d); err != nil {
+			errs = append(errs, t.flag+" "+err.Error())
+		}
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "\n"))
 	}
 	return nil
+}
+
+// labelFilterError is the one line of Ginkgo's parse error that says what
+// is wrong (its message also repeats the filter, with color markup).
+func labelFilterError(err error) string {
+	var g types.GinkgoError
+	if errors.As(err, &g) {
+		lines := strings.Split(strings.TrimSpace(g.Message), "\n")
+		return lines[len(lines)-1]
+	}
+	return err.Error()
+}
+
+// maxClusterNameSuffix is the longest suffix clusterName appends to
+// --cluster-name: "-<runtime>-<minor>" when a run has several stacks. Every
+// name leaves room for it, so a name that works for one runtime works for
+// all of them (and the next run with --keep finds the same clusters).
+func maxClusterNameSuffix() int {
+	all := Options{Runtimes: runtimes.All(), KubernetesVersions: versions.Kubernetes()}
+	longest := 0
+	for _, st := range all.Stacks() {
+		longest = max(longest, len(all.clusterName(st)))
+	}
+	return longest
 }
 
 // ParseSuites reads suite names (comma-separated or repeated; "all" or

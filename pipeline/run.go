@@ -13,6 +13,8 @@ import (
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/internal/artifactdir"
+	"github.com/faultline-k8s/faultline/internal/cachelock"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/internal/version"
@@ -44,16 +46,12 @@ func Run(work, cleanup context.Context, opts Options) error {
 
 // runWith is Run with the parts that act on the machine behind b.
 func runWith(work, cleanup context.Context, opts Options, b backend) error {
-	r := &run{opts: opts, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Stacks()))}
-	if err := os.MkdirAll(opts.Artifacts, 0o755); err != nil {
-		return fmt.Errorf("artifacts directory: %w", err)
+	dir, err := claimArtifacts(opts)
+	if err != nil {
+		return err
 	}
-	for _, f := range append([]string{verdicts.ManifestFile}, report.Files...) {
-		if err := os.Remove(filepath.Join(opts.Artifacts, f)); err != nil && !os.IsNotExist(err) {
-			return fmt.Errorf("remove an earlier run's %s: %w", f, err)
-		}
-	}
-	err := r.do(work)
+	r := &run{opts: opts, dir: dir, stages: NewStages(opts.Out), b: b, stacks: make([]verdicts.ManifestStack, len(opts.Stacks()))}
+	err = r.do(work)
 	r.cleanup(work, cleanup)
 	r.stages.WriteTable(opts.Out)
 	if werr := r.stages.WriteFiles(opts.Artifacts); werr != nil {
@@ -63,7 +61,9 @@ func runWith(work, cleanup context.Context, opts Options, b backend) error {
 }
 
 type run struct {
-	opts   Options
+	opts Options
+	// dir is the artifacts directory: only what it records is removed.
+	dir    *artifactdir.Dir
 	stages *Stages
 	b      backend
 
@@ -117,36 +117,10 @@ func (r *run) do(ctx context.Context) error {
 		return r.existingCluster(ctx)
 	}
 	stacks := o.Stacks()
-	nodeImages := map[string]string{}
-	if o.NodeImage != "" {
-		nodeImages[stacks[0].Label] = o.NodeImage
-	} else {
-		if err := r.stages.Run("", "ensure build tools", func() error { return r.b.EnsureBuildTools(ctx, o.Runtimes) }); err != nil {
-			return err
-		}
-		// One after the other: each build uses both cores.
-		for _, st := range stacks {
-			if err := r.stages.Run(st.Label, "build node image", func() error {
-				ref, err := r.b.BuildNodeImage(ctx, st)
-				nodeImages[st.Label] = ref
-				return err
-			}); err != nil {
-				return err
-			}
-			_ = os.WriteFile(filepath.Join(o.Artifacts, "node-image-"+st.Label+".txt"), []byte(nodeImages[st.Label]+"\n"), 0o644)
-		}
+	nodeImages, fakesImage, err := r.buildImages(ctx, stacks)
+	if err != nil {
+		return err
 	}
-	fakesImage := o.FakesImage
-	if fakesImage == "" {
-		if err := r.stages.Run("", "build fakes image", func() error {
-			ref, err := r.b.BuildFakesImage(ctx)
-			fakesImage = ref
-			return err
-		}); err != nil {
-			return err
-		}
-	}
-	_ = os.WriteFile(filepath.Join(o.Artifacts, "fakes-image.txt"), []byte(fakesImage+"\n"), 0o644)
 	fakesID := r.b.ImageID(ctx, fakesImage)
 	for i, st := range stacks {
 		r.stacks[i] = verdicts.ManifestStack{Runtime: st.Runtime.Name, Kubernetes: st.Kubernetes, Variant: st.Variant, NodeImage: nodeImages[st.Label], FakesImageID: fakesID}
@@ -175,6 +149,56 @@ func (r *run) do(ctx context.Context) error {
 	return r.finish(ctx, joinStackErrors(stacks, errs))
 }
 
+// buildImages builds (or finds in the cache) each stack's node image and the
+// fakes image. One run at a time builds into the shared cache: the lock is
+// held from the first build to the last, so that a second run waits (and
+// says for whom) rather than slipping in between two builds; the clusters
+// and the suites do not need it.
+func (r *run) buildImages(ctx context.Context, stacks []Stack) (map[string]string, string, error) {
+	o := r.opts
+	if o.CacheDir != "" && (o.NodeImage == "" || o.FakesImage == "") {
+		var lock *cachelock.Lock
+		if err := r.stages.Run("", "wait for the cache lock", func() (err error) {
+			lock, err = cachelock.Acquire(ctx, o.CacheDir, o.Out)
+			return err
+		}); err != nil {
+			return nil, "", err
+		}
+		defer lock.Release()
+	}
+	nodeImages := map[string]string{}
+	if o.NodeImage != "" {
+		nodeImages[stacks[0].Label] = o.NodeImage
+	} else {
+		if err := r.stages.Run("", "ensure build tools", func() error { return r.b.EnsureBuildTools(ctx, o.Runtimes) }); err != nil {
+			return nil, "", err
+		}
+		// One after the other: each build uses both cores.
+		for _, st := range stacks {
+			if err := r.stages.Run(st.Label, "build node image", func() error {
+				ref, err := r.b.BuildNodeImage(ctx, st)
+				nodeImages[st.Label] = ref
+				return err
+			}); err != nil {
+				return nil, "", err
+			}
+			_ = os.WriteFile(filepath.Join(o.Artifacts, nodeImageFile(st.Label)), []byte(nodeImages[st.Label]+"\n"), 0o644)
+		}
+	}
+	fakesImage := o.FakesImage
+	if fakesImage == "" {
+		if err := r.stages.Run("", "build fakes image", func() error {
+			ref, err := r.b.BuildFakesImage(ctx)
+			fakesImage = ref
+			return err
+		}); err != nil {
+			return nil, "", err
+		}
+	}
+	_ = os.WriteFile(filepath.Join(o.Artifacts, fakesImageFile), []byte(fakesImage+"\n"), 0o644)
+	return nodeImages, fakesImage, nil
+}
+
 // finish writes the report and returns the run's error: a run that could
 // not finish (err) says so even when the report also has unexpected
 // verdicts, so that its exit code is not the verdicts' one.
@@ -194,7 +218,7 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	o := r.opts
 	rt, label := st.Runtime, st.Label
 	name := o.clusterName(st)
-	dir, err := freshDir(filepath.Join(o.Artifacts, label))
+	dir, err := r.dir.Mkdir(label)
 	if err != nil {
 		return err
 	}
@@ -334,20 +358,10 @@ func (r *run) existingCluster(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	// A kubeconfig a kept run left in the results directory survives its
-	// emptying.
-	kubeconfig, err := os.ReadFile(o.Kubeconfig)
+	// Known only now: the runtime comes from the cluster.
+	dir, err := r.dir.Mkdir(rt.Name)
 	if err != nil {
 		return err
-	}
-	dir, err := freshDir(filepath.Join(o.Artifacts, rt.Name))
-	if err != nil {
-		return err
-	}
-	if _, err := os.Stat(o.Kubeconfig); os.IsNotExist(err) {
-		if err := os.WriteFile(o.Kubeconfig, kubeconfig, 0o600); err != nil {
-			return err
-		}
 	}
 	r.stacks = []verdicts.ManifestStack{{Runtime: rt.Name}}
 	_, err = r.runSuites(ctx, 0, rt.Name, o.Kubeconfig, o.FakesImage, dir)
@@ -451,17 +465,74 @@ func (r *run) cleanup(work, outer context.Context) {
 	}
 }
 
-// freshDir empties a runtime's results directory (only this run's results
-// count) and returns its absolute path.
-func freshDir(dir string) (string, error) {
-	abs, err := filepath.Abs(dir)
+// The files a run writes beside the report and the runtimes' directories.
+const fakesImageFile = "fakes-image.txt"
+
+func nodeImageFile(label string) string { return "node-image-" + label + ".txt" }
+
+// claimArtifacts makes the artifacts directory the run's before any stage
+// runs. A directory faultline did not make is refused (artifactdir.ErrNotOurs:
+// bad input); in its own, an earlier run's results go, but only the paths it
+// recorded writing (files a user put there stay), so that only this run's
+// results are there; and every path this run may write is recorded before
+// it is written, so a run that dies half-way is cleaned up by the next.
+func claimArtifacts(o Options) (*artifactdir.Dir, error) {
+	d, err := artifactdir.Claim(o.Artifacts, "--artifacts", "faultline e2e "+version.String())
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	if err := os.RemoveAll(abs); err != nil {
-		return "", err
+	// Refused before anything is removed: a refused run changes nothing.
+	if err := d.Check(runOutputs(o)...); err != nil {
+		return nil, err
 	}
-	return abs, os.MkdirAll(abs, 0o755)
+	// A kubeconfig a kept run left in its results directory (--kubeconfig
+	// _artifacts/containerd/kubeconfig) survives their removal.
+	var kubeconfig []byte
+	rel, relErr := filepath.Rel(d.Path(), o.Kubeconfig)
+	inside := o.Kubeconfig != "" && relErr == nil && filepath.IsLocal(rel)
+	if inside {
+		if kubeconfig, err = os.ReadFile(o.Kubeconfig); err != nil {
+			return nil, err
+		}
+	}
+	left, err := d.Clean()
+	for _, p := range left {
+		fmt.Fprintf(o.Out, "faultline: left %s in %s: an earlier run wrote it, but it is now a symbolic link or outside the directory; not followed\n", p, d.Path())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("remove an earlier run's results: %w", err)
+	}
+	if _, err := os.Lstat(o.Kubeconfig); inside && os.IsNotExist(err) {
+		top, _, _ := strings.Cut(filepath.ToSlash(rel), "/")
+		if err := d.Reserve(top); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Dir(o.Kubeconfig), 0o755); err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(o.Kubeconfig, kubeconfig, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return d, d.Reserve(runOutputs(o)...)
+}
+
+// runOutputs are the paths (relative to the artifacts directory) a run may
+// write; the runtimes' directories hold their logs, dumps and kubeconfig.
+func runOutputs(o Options) []string {
+	out := append([]string{verdicts.ManifestFile, fakesImageFile, timingsText, timingsJSON}, report.Files...)
+	// On a cluster faultline did not make, the runtime is read from it
+	// (existingCluster reserves its directory then), unless the user named it.
+	if o.Kubeconfig != "" && !o.RuntimesGiven {
+		return out
+	}
+	for _, st := range o.Stacks() {
+		out = append(out, st.Label)
+		if o.Kubeconfig == "" {
+			out = append(out, nodeImageFile(st.Label))
+		}
+	}
+	return out
 }
 
 func joinStackErrors(stacks []Stack, errs []error) error {

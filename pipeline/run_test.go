@@ -388,6 +388,7 @@ func TestRepeat(t *testing.T) {
 // directory (another runtime's) are not in this run's report.
 func TestStaleResultsAreNotRead(t *testing.T) {
 	o := testOptions(t)
+	earlierRun(t, o.Artifacts, "crio")
 	stale := filepath.Join(o.Artifacts, "crio")
 	if err := os.MkdirAll(stale, 0o755); err != nil {
 		t.Fatal(err)
@@ -752,6 +753,7 @@ func TestRelativeArtifacts(t *testing.T) {
 // run's report does not survive.
 func TestRuntimeThatCouldNotRun(t *testing.T) {
 	o := testOptions(t, "all")
+	earlierRun(t, o.Artifacts, "report.html")
 	if err := os.WriteFile(filepath.Join(o.Artifacts, "report.html"), []byte("an older run's"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -772,5 +774,119 @@ func TestRuntimeThatCouldNotRun(t *testing.T) {
 	}
 	if html, _ := os.ReadFile(filepath.Join(o.Artifacts, "report.html")); strings.Contains(string(html), "an older run's") {
 		t.Error("an earlier run's report.html survived")
+	}
+}
+
+// TestValidateRefusesBadInputBeforeAnyStage: input that would otherwise be
+// found late (Ginkgo's filter, kind's name length) or silently replaced (an
+// empty release is the default one) is refused with one line.
+func TestValidateRefusesBadInputBeforeAnyStage(t *testing.T) {
+	for name, tc := range map[string]struct {
+		edit func(*Options)
+		want string
+	}{
+		"empty release":          {func(o *Options) { o.KubernetesVersions = []string{"", ""} }, "--kubernetes-version"},
+		"empty release of two":   {func(o *Options) { o.KubernetesVersions = []string{versions.Default().Kubernetes(), ""} }, "an empty release"},
+		"label filter":           {func(o *Options) { o.LabelFilter = "((" }, "--label-filter"},
+		"NRI timeout":            {func(o *Options) { o.NRIRequestTimeout = 3 * time.Nanosecond }, "--nri-request-timeout 3ns"},
+		"runtime timeout":        {func(o *Options) { o.RuntimeRequestTimeout = time.Nanosecond }, "--runtime-request-timeout 1ns"},
+		"negative timeout":       {func(o *Options) { o.RuntimeRequestTimeout = -time.Second }, "--runtime-request-timeout"},
+		"long cluster name":      {func(o *Options) { o.ClusterName = strings.Repeat("a", 60) }, "--cluster-name"},
+		"path as a cluster name": {func(o *Options) { o.ClusterName = "../victim" }, "--cluster-name"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o := testOptions(t)
+			tc.edit(&o)
+			err := o.Validate()
+			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Errorf("err = %q, want one line with %q", err, tc.want)
+			}
+		})
+	}
+	// The longest name --cluster-name takes names every stack's nodes with
+	// DNS labels, in the run with the most stacks.
+	o := testOptions(t, "all")
+	o.KubernetesVersions = versions.Kubernetes()
+	o.ClusterName = strings.Repeat("a", kindcluster.MaxNameLength-maxClusterNameSuffix())
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range o.Stacks() {
+		if err := kindcluster.ValidateName(o.clusterName(st)); err != nil {
+			t.Error(err)
+		}
+	}
+	o.ClusterName += "a"
+	if err := o.Validate(); err == nil {
+		t.Errorf("--cluster-name of %d characters accepted", len(o.ClusterName))
+	}
+	for _, ok := range []struct{ filter string }{{"smoke"}, {"!Slow && (ci || smoke)"}} {
+		o := testOptions(t)
+		o.LabelFilter = ok.filter
+		if err := o.Validate(); err != nil {
+			t.Errorf("--label-filter %q: %v", ok.filter, err)
+		}
+	}
+}
+
+// TestDeleteClusterPassesTheRunsKubeconfig: the real backend deletes a
+// cluster it created with the kubeconfig file it wrote for it, and one it
+// did not create (--replace-cluster) with none of the user's: $KUBECONFIG
+// and ~/.kube/config stay byte-identical. docker is a fake that lists no
+// nodes and fails everything else, so kind's create fails at once.
+func TestDeleteClusterPassesTheRunsKubeconfig(t *testing.T) {
+	root := t.TempDir()
+	bin := filepath.Join(root, "bin")
+	if err := os.MkdirAll(filepath.Join(root, "home", ".kube"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncase \"$1\" in ps) exit 0;; esac\necho \"fake docker: $*\" >&2\nexit 1\n"
+	if err := os.WriteFile(filepath.Join(bin, "docker"), []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", bin)
+	t.Setenv("HOME", filepath.Join(root, "home"))
+	t.Setenv("XDG_CACHE_HOME", filepath.Join(root, "cache"))
+	t.Setenv("KUBECONFIG", filepath.Join(root, "env-kubeconfig"))
+	entry := func(cluster string) string {
+		return fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: kind-%[1]s\n  cluster:\n    server: https://127.0.0.1:1\n"+
+			"contexts:\n- name: kind-%[1]s\n  context:\n    cluster: kind-%[1]s\n    user: kind-%[1]s\nusers:\n- name: kind-%[1]s\n  user: {}\n", cluster)
+	}
+	// the user's files name both clusters
+	user := strings.Replace(entry("made"), "clusters:\n", "clusters:\n- name: kind-old\n  cluster:\n    server: https://127.0.0.1:2\n", 1)
+	userFiles := []string{os.Getenv("KUBECONFIG"), filepath.Join(root, "home", ".kube", "config")}
+	for _, f := range userFiles {
+		if err := os.WriteFile(f, []byte(user), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	own := filepath.Join(root, "artifacts", "containerd", "kubeconfig")
+	if err := os.MkdirAll(filepath.Dir(own), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(own, []byte(entry("made")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	b := &realBackend{opts: Options{Out: &bytes.Buffer{}}}
+	ctx := context.Background()
+	if err := b.CreateCluster(ctx, kindcluster.Settings{Name: "made", NodeImage: "img"}, own); err == nil {
+		t.Fatal("kind created a cluster with a fake docker")
+	}
+	for _, name := range []string{"made", "old"} {
+		if err := b.DeleteCluster(ctx, name); err != nil {
+			t.Fatalf("delete %s: %v", name, err)
+		}
+	}
+	for _, f := range userFiles {
+		if data, err := os.ReadFile(f); err != nil || string(data) != user {
+			t.Errorf("%s changed: %q %v", f, data, err)
+		}
+	}
+	if data, _ := os.ReadFile(own); strings.Contains(string(data), "kind-made") {
+		t.Errorf("the run's kubeconfig still has the deleted cluster:\n%s", data)
 	}
 }

@@ -112,9 +112,16 @@ func (s *Stages) WriteTable(w io.Writer) {
 	tw.Flush()
 }
 
+// The files WriteFiles writes (the run reserves them in its artifacts
+// directory).
+const (
+	timingsText = "timings.txt"
+	timingsJSON = "timings.json"
+)
+
 // WriteFiles writes timings.txt (the table) and timings.json into dir.
 func (s *Stages) WriteFiles(dir string) error {
-	f, err := os.Create(filepath.Join(dir, "timings.txt"))
+	f, err := os.Create(filepath.Join(dir, timingsText))
 	if err != nil {
 		return err
 	}
@@ -130,7 +137,7 @@ func (s *Stages) WriteFiles(dir string) error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, "timings.json"), append(raw, '\n'), 0o644)
+	return os.WriteFile(filepath.Join(dir, timingsJSON), append(raw, '\n'), 0o644)
 }
 
 func firstLine(s string) string {

@@ -25,8 +25,9 @@ const (
 )
 
 // Files are what a report writes into an artifacts directory; a new run
-// removes them (and run.json) first, so a run that gets nowhere leaves no
-// older run's verdicts behind.
+// removes an earlier run's (and its run.json) first, so a run that gets
+// nowhere leaves no older run's verdicts behind; only those a run recorded
+// writing (internal/artifactdir), never a user's file of the same name.
 var Files = []string{MarkdownFile, JSONFile, HTMLFile, PNGFile}
 
 // Symbol is a state's one-character mark in the grids.

@@ -23,7 +23,13 @@ var (
 		"NRI-POLICY-UNIGNORED-ERROR":  true,
 		"NRI-POLICY-IGNORED-REPORTED": true,
 	}
-	addedSinceRecorded = []string{
+	// respecifiedSinceRecorded are requirements whose spec was rewritten
+	// after the recorded runs: what those runs recorded is the old spec's
+	// verdict, which today's expectations do not judge. The CDI spec relied
+	// on map order and passed unexercised on v1.36.3 (full6-136-*); it now
+	// makes the partly failed prepare happen every time.
+	respecifiedSinceRecorded = map[string]bool{"DRA-TWO-DRIVERS-CDI-ONCE": true}
+	addedSinceRecorded       = []string{
 		"DRA-TWO-DRIVERS-CDI-ONCE",
 		"DRA-HEALTH-RECONNECT",
 		"DRA-KUBELET-RESTART-PREPARE",
@@ -153,6 +159,9 @@ func TestRecordedRunsAgainstExpectations(t *testing.T) {
 		"full5-containerd", "full5-crio", "nri7-containerd", "kep7-containerd", "kep7-crio",
 		"full6-containerd", "full6-crio", "full6-136-containerd", "full6-136-crio", "ci136-containerd"} {
 		for _, v := range Build([]Run{recordedRun(t, name, 1, "")}, x, Header{OwnClusters: true}).Unexpected() {
+			if respecifiedSinceRecorded[v.Requirement] {
+				continue
+			}
 			t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 		}
 	}

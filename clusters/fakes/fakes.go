@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/faultline-k8s/faultline/clusters/images"
+	"github.com/faultline-k8s/faultline/internal/cachelock"
 )
 
 // Binaries maps each binary in the image (/usr/local/bin/<name>) to the
@@ -90,6 +91,13 @@ func Build(ctx context.Context, repoRoot, cacheDir, arch string, log io.Writer) 
 		return Built{}, err
 	}
 	b := Built{Ref: Repository + ":" + digest.Hex[:16], ID: id.String()}
+	// Only now: the binaries compile outside the cache, and two runs
+	// writing the same archive's .tmp would corrupt it.
+	lock, err := cachelock.Acquire(ctx, cacheDir, log)
+	if err != nil {
+		return Built{}, err
+	}
+	defer lock.Release()
 	b.Archive = filepath.Join(cacheDir, "images", "fakes-"+digest.Hex[:16]+".tar")
 	if _, err := os.Stat(b.Archive); err == nil {
 		fmt.Fprintf(log, "fakes image %s is up to date\n", b.Ref)

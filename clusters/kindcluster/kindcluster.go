@@ -15,6 +15,8 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"text/template"
 	"time"
@@ -38,6 +40,58 @@ import (
 //
 //go:embed configs
 var configs embed.FS
+
+// MaxWorkers is the most worker nodes a cluster may have beside its control
+// plane.
+const MaxWorkers = 10
+
+// MinTimeout is the shortest runtime request and NRI timeout a cluster is
+// made with. Below a second every CRI call of the kubelet, or every plugin
+// call of the runtime, is cut short before a loaded node can answer, so the
+// cluster fails late (after kind's minutes of waiting) or the suites judge
+// a node that cannot work; a sub-second value is nearly always a missing
+// unit (3ns for 3s).
+const MinTimeout = time.Second
+
+// CheckTimeout refuses a timeout no node can work with; 0 is the default.
+func CheckTimeout(d time.Duration) error {
+	switch {
+	case d < 0:
+		return fmt.Errorf("%s: want a positive duration (or 0 for the default)", d)
+	case d > 0 && d < MinTimeout:
+		return fmt.Errorf("%s: want at least %s (or 0 for the default)", d, MinTimeout)
+	}
+	return nil
+}
+
+// kind (v0.33, pkg/internal/apis/config) takes cluster names matching
+// ^[a-z0-9.-]+$ and names the nodes <cluster>-control-plane,
+// <cluster>-worker, <cluster>-worker2, ...: their container and host names,
+// so their Kubernetes node names, which must be DNS labels (RFC 1123, at most
+// 63 characters). A cluster name is kind's rule narrowed to what keeps every
+// node name a DNS label: no '.', a letter or digit at both ends, and room
+// for the longest node suffix.
+var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`)
+
+// MaxNameLength is the longest cluster name whose node names are DNS labels
+// (faultline's kind configs have one control plane, and at most MaxWorkers
+// workers).
+var MaxNameLength = 63 - max(len("-control-plane"), len("-worker"+strconv.Itoa(MaxWorkers)))
+
+// ValidateName checks a cluster name before anything uses it. An empty name
+// is kind's default cluster ("kind"), which faultline did not make, and the
+// name is a directory under faultline's state (stateDir).
+func ValidateName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("empty cluster name (kind would take it for its default cluster %q)", cluster.DefaultName)
+	case !nameRE.MatchString(name):
+		return fmt.Errorf("cluster name %q: want lower-case letters, digits and '-', beginning and ending with a letter or digit", name)
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("cluster name %q has %d characters: at most %d, so that its node names (<name>-control-plane) stay DNS labels of at most 63", name, len(name), MaxNameLength)
+	}
+	return nil
+}
 
 // Settings are what one run chooses on top of the checked-in config.
 type Settings struct {
@@ -83,8 +137,8 @@ func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 	if err != nil {
 		return s, rt, err
 	}
-	if s.Workers < 0 || s.Workers > 10 {
-		return s, rt, fmt.Errorf("workers %d: want 0 to 10", s.Workers)
+	if s.Workers < 0 || s.Workers > MaxWorkers {
+		return s, rt, fmt.Errorf("workers %d: want 0 to %d", s.Workers, MaxWorkers)
 	}
 	for _, t := range []struct {
 		name string
@@ -94,8 +148,8 @@ func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 		{"NRI request timeout", s.NRIRequestTimeout},
 		{"NRI registration timeout", s.NRIRegistrationTimeout},
 	} {
-		if t.d < 0 {
-			return s, rt, fmt.Errorf("%s %s: want a positive duration (or 0 for the default)", t.name, t.d)
+		if err := CheckTimeout(t.d); err != nil {
+			return s, rt, fmt.Errorf("%s %w", t.name, err)
 		}
 	}
 	f := s.FactSettings()
@@ -152,9 +206,13 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	} else {
 		// kind patches containerd's config only: the node reads its run settings
 		// from a drop-in mounted from the host (written by Create).
+		hostPath, err := runConfigPath(s.Name, rt)
+		if err != nil {
+			return nil, err
+		}
 		for i := range cfg.Nodes {
 			cfg.Nodes[i].ExtraMounts = append(cfg.Nodes[i].ExtraMounts, v1alpha4.Mount{
-				HostPath: runConfigPath(s.Name, rt), ContainerPath: rt.RunConfigPath, Readonly: true,
+				HostPath: hostPath, ContainerPath: rt.RunConfigPath, Readonly: true,
 			})
 		}
 	}
@@ -192,19 +250,48 @@ func runConfig(s Settings, rt runtimes.Runtime) (string, error) {
 	return out.String(), nil
 }
 
-// stateDir is where the host keeps what a cluster's nodes mount from it; it
-// must live as long as the cluster.
-func stateDir(cluster string) string {
+// stateRoot holds the state of every cluster faultline made.
+func stateRoot() string {
 	dir, err := os.UserCacheDir()
 	if err != nil {
 		dir = os.TempDir()
 	}
-	return filepath.Join(dir, "faultline", "clusters", cluster)
+	return filepath.Join(dir, "faultline", "clusters")
+}
+
+// stateDir is where the host keeps what a cluster's nodes mount from it; it
+// must live as long as the cluster. Delete removes it, so besides
+// ValidateName it proves the name is one path element below stateRoot:
+// neither stateRoot itself (".") nor anything outside it.
+func stateDir(cluster string) (string, error) {
+	if err := ValidateName(cluster); err != nil {
+		return "", err
+	}
+	if !filepath.IsLocal(cluster) || cluster == "." || filepath.Base(cluster) != cluster {
+		return "", fmt.Errorf("cluster name %q is not a directory name inside %s", cluster, stateRoot())
+	}
+	return filepath.Join(stateRoot(), cluster), nil
 }
 
 // runConfigPath is the host file of a cluster's run config drop-in.
-func runConfigPath(cluster string, rt runtimes.Runtime) string {
-	return filepath.Join(stateDir(cluster), rt.Name+"-run.conf")
+func runConfigPath(cluster string, rt runtimes.Runtime) (string, error) {
+	dir, err := stateDir(cluster)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, rt.Name+"-run.conf"), nil
+}
+
+// deleteKubeconfig is the kubeconfig kind removes a deleted cluster's entry
+// from: the file faultline wrote it to (given), else one in the cluster's
+// state directory. kind reads an empty path as the user's own kubeconfig
+// ($KUBECONFIG, else ~/.kube/config: pkg/cluster/internal/kubeconfig), which
+// faultline never wrote; a file that does not exist it leaves alone.
+func deleteKubeconfig(stateDir, given string) string {
+	if given != "" {
+		return given
+	}
+	return filepath.Join(stateDir, "kubeconfig")
 }
 
 // HostIsCgroupV1 reports whether this host mounts cgroup v1 (no unified hierarchy at the root).
@@ -225,8 +312,12 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	if err != nil {
 		return err
 	}
-	if s.Name == "" {
-		return fmt.Errorf("no cluster name")
+	if err := ValidateName(s.Name); err != nil {
+		return err
+	}
+	if kubeconfigPath == "" {
+		// kind would merge the cluster into the user's default kubeconfig.
+		return fmt.Errorf("cluster %q: no kubeconfig path to write its kubeconfig to", s.Name)
 	}
 	cfg, err := Config(s)
 	if err != nil {
@@ -237,7 +328,10 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 		if err != nil {
 			return err
 		}
-		path := runConfigPath(s.Name, rt)
+		path, err := runConfigPath(s.Name, rt)
+		if err != nil {
+			return err
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return err
 		}
@@ -401,22 +495,39 @@ func Exists(name string) (bool, error) {
 
 // WriteKubeconfig writes an existing cluster's kubeconfig to path.
 func WriteKubeconfig(name, path string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if path == "" {
+		// kind would merge the cluster into the user's default kubeconfig.
+		return fmt.Errorf("cluster %q: no kubeconfig path to write its kubeconfig to", name)
+	}
 	return provider().ExportKubeConfig(name, path, false)
 }
 
-// Delete deletes the cluster; a missing cluster is not an error.
+// Delete deletes the cluster; a missing cluster is not an error. kind
+// removes the cluster's entry from kubeconfigPath, the file faultline wrote
+// the cluster's kubeconfig to; with "" it edits no kubeconfig of the user's
+// (deleteKubeconfig). A name ValidateName refuses deletes nothing.
 func Delete(name, kubeconfigPath string) error {
-	if err := provider().Delete(name, kubeconfigPath); err != nil {
+	dir, err := stateDir(name)
+	if err != nil {
+		return err
+	}
+	if err := provider().Delete(name, deleteKubeconfig(dir, kubeconfigPath)); err != nil {
 		return err
 	}
 	// what its nodes mounted from the host (a run config drop-in), if anything
-	return os.RemoveAll(stateDir(name))
+	return os.RemoveAll(dir)
 }
 
 // ExportLogs collects the nodes' logs (journal, containers, pods) into dir.
 // kind collects node by node and part by part; a part that fails (crictl is
 // not in faultline's node images) leaves the rest, which is said on log.
 func ExportLogs(name, dir string, log io.Writer) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
 	err := provider().CollectLogs(name, dir)
 	if err != nil {
 		if entries, _ := os.ReadDir(dir); len(entries) > 0 {
@@ -429,6 +540,12 @@ func ExportLogs(name, dir string, log io.Writer) error {
 
 // LoadImages copies local Docker images into every node's runtime (LoadArchive).
 func LoadImages(ctx context.Context, name string, images ...string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
+	if len(images) == 0 {
+		return fmt.Errorf("no images to load")
+	}
 	var archive bytes.Buffer
 	save := exec.CommandContext(ctx, "docker", append([]string{"save"}, images...)...)
 	save.Stdout = &archive
@@ -445,6 +562,9 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 // way the node's runtime takes them (clusters/runtimes Images): containerd's
 // store through kind (ctr import), containers/storage (CRI-O) through skopeo.
 func LoadArchive(ctx context.Context, name, archive string, refs ...string) error {
+	if err := ValidateName(name); err != nil {
+		return err
+	}
 	data, err := os.ReadFile(archive)
 	if err != nil {
 		return err

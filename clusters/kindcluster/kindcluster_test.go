@@ -148,8 +148,11 @@ func TestConfigCRIO(t *testing.T) {
 		}
 		// The NRI timeouts reach CRI-O as a drop-in mounted into the node.
 		mounts := cfg.Nodes[0].ExtraMounts
-		crio := runtimes.MustLookup("crio")
-		if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != runConfigPath("x", crio) {
+		hostPath, err := runConfigPath("x", runtimes.MustLookup("crio"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != hostPath {
 			t.Errorf("mounts = %+v", mounts)
 		}
 	}
@@ -165,7 +168,7 @@ func TestConfigCRIO(t *testing.T) {
 		t.Errorf("crio drop-in = %q, want %q", got, want)
 	}
 	// Without settings the drop-in still carries the defaults, so the facts hold.
-	plain, err := Config(Settings{Runtime: "crio", NodeImage: "img"})
+	plain, err := Config(Settings{Name: "x", Runtime: "crio", NodeImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/gomod"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/internal/cachelock"
 )
 
 // Options configure a node image build.
@@ -237,6 +238,14 @@ func (b *Builder) cachedStep(s Step) Step {
 
 // Build runs the plan and returns the node image reference.
 func (b *Builder) Build(ctx context.Context) (string, error) {
+	// Before the plan: what another run is building now is not cached yet,
+	// and building it a second time beside it would share its .partial
+	// directories, modules and logs.
+	lock, err := cachelock.Acquire(ctx, b.CacheDir, b.Log)
+	if err != nil {
+		return "", err
+	}
+	defer lock.Release()
 	plan, err := b.Plan(ctx)
 	if err != nil {
 		return "", err

@@ -3,6 +3,7 @@ package nodeimage
 import (
 	"archive/tar"
 	"context"
+	"errors"
 	"io"
 	"io/fs"
 	"os"
@@ -11,10 +12,13 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/internal/cachelock"
 )
 
 // fakeCache holds the outputs a previous build left behind.
@@ -461,5 +465,30 @@ func TestLocalCommandKeysCoverTheirCode(t *testing.T) {
 				t.Errorf("%s links %s, which its node image key (localCommands) does not hash", name, dir)
 			}
 		}
+	}
+}
+
+// Build takes the cache lock before it plans: what another run is building
+// is not cached yet. A second descriptor's flock stands in for that run.
+func TestBuildWaitsForTheCacheLock(t *testing.T) {
+	dir := t.TempDir()
+	f, err := os.OpenFile(filepath.Join(dir, cachelock.FileName), os.O_RDWR|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	var log strings.Builder
+	// An empty checkout: should the lock not hold, Plan fails before any build starts.
+	b := testBuilder(fakeCache{}, func(o *Options) { o.CacheDir, o.Log, o.RepoRoot = dir, &log, t.TempDir() })
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := b.Build(ctx); !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "cache lock") {
+		t.Fatalf("Build = %v, want it to wait for the cache lock until the deadline", err)
+	}
+	if strings.Contains(log.String(), "plan") {
+		t.Fatalf("planned while another process holds the cache:\n%s", log.String())
 	}
 }

@@ -1,15 +1,18 @@
 // Command cri-relay gives the CRI suite its way to a node's container runtime,
 // on kind and on any existing cluster alike: it runs on the node (fixtures/cri)
-// and relays TCP connections to the runtime's CRI socket, which the suite
-// reaches with a port-forward and speaks real gRPC over, as critest does on
-// the node itself. Its HTTP side serves the log of the node's slow OCI
+// and proxies gRPC calls to the runtime's CRI socket (proxy.go), which the
+// suite reaches with a port-forward and speaks real gRPC over, as critest
+// does on the node itself. Its HTTP side serves the log of the node's slow OCI
 // runtime (cmd/runc-slow), names the runtime's and the kubelet's processes,
 // and restarts either for the restart specs (the CRI suite's runtime
 // restart, the DRA suite's kubelet restarts).
 //
 // Both sides listen on the pod's loopback only: the CRI socket grants full
-// control of the node, so only a port-forward (the pods/portforward
-// permission) may reach it. The processes it restarts are the one serving
+// control of the node, so only a port-forward may reach it. pods/portforward
+// is in the built-in edit and admin roles, so every gRPC call and every HTTP
+// request but GET /healthz (the readiness probe's) must also carry the run's
+// control token, which only the suite process holds (--control-token-sha256,
+// package control). The processes it restarts are the one serving
 // the CRI socket (its peer credentials), and only if its name is the runtime
 // the cluster facts name (--runtime-process), and the one process named
 // --kubelet-process whose parent is the node's init: nothing else on the node
@@ -22,7 +25,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -31,19 +33,26 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 func main() {
 	criSocket := flag.String("cri-socket", "", "the runtime's CRI socket inside this container")
-	listen := flag.String("listen", "127.0.0.1:10010", "loopback TCP address relayed to the CRI socket")
+	listen := flag.String("listen", "127.0.0.1:10010", "loopback TCP address whose gRPC calls are passed on to the CRI socket")
 	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, /runtime, POST /restart-runtime, /kubelet, POST /restart-kubelet")
 	ociLog := flag.String("oci-log", "/var/log/faultline/runc-slow.jsonl", "the slow OCI runtime's log on the node")
 	process := flag.String("runtime-process", "", "command name of the runtime's process (clusters/runtimes Process); the only process /restart-runtime signals")
 	kubelet := flag.String("kubelet-process", "kubelet", "command name of the kubelet's process; /restart-kubelet signals the one process of this name whose parent is the node's init")
+	tokenHash := flag.String(control.Flag, "", control.FlagUsage)
 	flag.Parse()
 	if err := checkFlags(*criSocket, *listen, *httpAddr, *process, *kubelet); err != nil {
+		fmt.Fprintf(os.Stderr, "cri-relay: %v\n", err)
+		os.Exit(2)
+	}
+	verifier, err := control.NewVerifier(*tokenHash, log.Printf)
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "cri-relay: %v\n", err)
 		os.Exit(2)
 	}
@@ -54,8 +63,17 @@ func main() {
 	if err != nil {
 		log.Fatalf("cri-relay: %v", err)
 	}
-	go func() { <-ctx.Done(); ln.Close() }()
-	go relay(ln, *criSocket)
+	proxy, backend, err := newCRIProxy(*criSocket, verifier)
+	if err != nil {
+		log.Fatalf("cri-relay: %v", err)
+	}
+	defer backend.Close()
+	go func() { <-ctx.Done(); proxy.Stop() }()
+	go func() {
+		if err := proxy.Serve(ln); err != nil {
+			log.Printf("cri-relay: CRI proxy: %v", err)
+		}
+	}()
 
 	r := &runtimeProcess{socket: *criSocket, name: *process, proc: "/proc"}
 	httpLn, err := loopback.Listen(*httpAddr)
@@ -63,7 +81,7 @@ func main() {
 		log.Fatalf("cri-relay: %v", err)
 	}
 	k := &kubeletProcess{name: *kubelet, proc: "/proc"}
-	server := &http.Server{Handler: handler(r, k, *ociLog), ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: httpHandler(verifier, r, k, *ociLog), ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); server.Close() }()
 	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q, kubelet process %q", *listen, *criSocket, *httpAddr, *process, *kubelet)
 	if err := server.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -87,6 +105,12 @@ func checkFlags(criSocket, listen, httpAddr, process, kubelet string) error {
 		}
 	}
 	return nil
+}
+
+// httpHandler is the HTTP side as served: everything but GET /healthz wants
+// the run's control token.
+func httpHandler(v *control.Verifier, r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
+	return v.HTTP(handler(r, k, ociLog))
 }
 
 func handler(r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
@@ -175,27 +199,4 @@ func restart(w http.ResponseWriter, req *http.Request, find func() (Process, err
 func writeJSON(w http.ResponseWriter, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(v) //nolint:errcheck // the client went away
-}
-
-// relay copies each accepted connection to a new connection to the socket.
-func relay(ln net.Listener, socket string) {
-	for {
-		client, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		go func() {
-			defer client.Close()
-			runtime, err := net.DialTimeout("unix", socket, 5*time.Second)
-			if err != nil {
-				log.Printf("relay: %v", err)
-				return
-			}
-			defer runtime.Close()
-			done := make(chan struct{}, 2)
-			go func() { io.Copy(runtime, client); done <- struct{}{} }() //nolint:errcheck // ends with either side
-			go func() { io.Copy(client, runtime); done <- struct{}{} }() //nolint:errcheck
-			<-done
-		}()
-	}
 }

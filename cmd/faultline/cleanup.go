@@ -16,10 +16,10 @@ import (
 )
 
 func init() {
-	register("cleanup", "remove from a cluster everything faultline installs (after a killed run): the fixtures' objects and the specs' namespaces",
+	register("cleanup", "remove from a cluster what faultline installed (after a killed run): the fixtures' objects and the specs' namespaces, proven by faultline's ownership annotations",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			kubeconfig := fs.String("kubeconfig", "", "the cluster's kubeconfig (default: $KUBECONFIG or ~/.kube/config and its current context, as kubectl)")
-			dryRun := fs.Bool("dry-run", false, "print what would be removed; remove nothing")
+			dryRun := fs.Bool("dry-run", false, "print what would be removed and what would be skipped; remove nothing")
 			timeout := fs.Duration("timeout", cleanup.DefaultTimeout, "how long to wait for the removed namespaces to be gone")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {

@@ -26,6 +26,25 @@ func runtimeFlagChoices() string {
 	return strings.Join(out, ", ")
 }
 
+// checkName refuses a --name that is no cluster name (kindcluster.ValidateName):
+// kind takes "" for its own default cluster, and the name is a directory
+// faultline deletes.
+func checkName(name string) error {
+	if err := kindcluster.ValidateName(name); err != nil {
+		return usageError{fmt.Errorf("--name: %w", err)}
+	}
+	return nil
+}
+
+// noArgs refuses positional arguments a command does not take, rather than
+// ignoring them.
+func noArgs(args []string) error {
+	if len(args) > 0 {
+		return usageError{fmt.Errorf("unexpected arguments %q", args)}
+	}
+	return nil
+}
+
 func init() {
 	register("create-cluster", "create a kind cluster (or reuse one of the same name with --reuse)",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
@@ -44,14 +63,26 @@ func init() {
 			fs.BoolVar(&s.Retain, "retain", false, "keep the nodes of a failed create, to debug them (delete-cluster removes them)")
 			reuse := fs.Bool("reuse", false, "if the cluster exists, keep it and only write its kubeconfig; it must be one faultline made with the same settings")
 			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return fmt.Errorf("unexpected arguments %v", args)
+				if err := noArgs(args); err != nil {
+					return err
 				}
 				if s.NodeImage == "" || *kubeconfig == "" {
-					return fmt.Errorf("--node-image and --kubeconfig are required")
+					return usageError{fmt.Errorf("--node-image and --kubeconfig are required")}
+				}
+				if err := checkName(s.Name); err != nil {
+					return err
 				}
 				if _, err := runtimes.Lookup(s.Runtime); err != nil {
-					return fmt.Errorf("--runtime: %w", err)
+					return usageError{fmt.Errorf("--runtime: %w", err)}
+				}
+				for flag, d := range map[string]time.Duration{
+					"--runtime-request-timeout":  s.RuntimeRequestTimeout,
+					"--nri-request-timeout":      s.NRIRequestTimeout,
+					"--nri-registration-timeout": s.NRIRegistrationTimeout,
+				} {
+					if err := kindcluster.CheckTimeout(d); err != nil {
+						return usageError{fmt.Errorf("%s %w", flag, err)}
+					}
 				}
 				if *reuse {
 					exists, err := kindcluster.Exists(s.Name)
@@ -75,8 +106,14 @@ func init() {
 	register("delete-cluster", "delete a kind cluster (a missing one is fine)",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			name := fs.String("name", "faultline", "cluster name")
-			kubeconfig := fs.String("kubeconfig", "", "kubeconfig to remove the cluster's entry from")
+			kubeconfig := fs.String("kubeconfig", "", "kubeconfig to remove the cluster's entry from (the one create-cluster wrote; default: none, not even $KUBECONFIG or ~/.kube/config)")
 			return func(ctx context.Context, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
+				if err := checkName(*name); err != nil {
+					return err
+				}
 				return kindcluster.Delete(*name, *kubeconfig)
 			}
 		})
@@ -85,8 +122,14 @@ func init() {
 			name := fs.String("name", "faultline", "cluster name")
 			dir := fs.String("dir", "", "directory to write the logs into (required)")
 			return func(ctx context.Context, args []string) error {
+				if err := noArgs(args); err != nil {
+					return err
+				}
 				if *dir == "" {
-					return fmt.Errorf("--dir is required")
+					return usageError{fmt.Errorf("--dir is required")}
+				}
+				if err := checkName(*name); err != nil {
+					return err
 				}
 				return kindcluster.ExportLogs(*name, *dir, os.Stderr)
 			}
@@ -98,6 +141,9 @@ func init() {
 				if len(args) < 2 {
 					return usageError{fmt.Errorf("want FILE REF... (the archive and the images in it to load)")}
 				}
+				if err := checkName(*name); err != nil {
+					return err
+				}
 				return kindcluster.LoadArchive(ctx, *name, args[0], args[1:]...)
 			}
 		})
@@ -106,7 +152,10 @@ func init() {
 			name := fs.String("name", "faultline", "cluster name")
 			return func(ctx context.Context, args []string) error {
 				if len(args) == 0 {
-					return fmt.Errorf("name at least one image")
+					return usageError{fmt.Errorf("name at least one image")}
+				}
+				if err := checkName(*name); err != nil {
+					return err
 				}
 				return kindcluster.LoadImages(ctx, *name, args...)
 			}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
@@ -59,7 +61,9 @@ func init() {
 				if err != nil {
 					return usageError{err}
 				}
-				o.KubernetesVersions = splitList(kubes)
+				// Empty elements are kept for Validate to refuse: a stray comma
+				// must not silently be the default release.
+				o.KubernetesVersions = splitKeepEmpty(kubes)
 				o.KubernetesPatches = patches
 				if o.FeatureGates, err = facts.ParseGates(gates...); err != nil {
 					return usageError{fmt.Errorf("--feature-gates: %w", err)}
@@ -70,6 +74,10 @@ func init() {
 				if o.Repeat < 1 {
 					return usageError{fmt.Errorf("--repeat wants a positive number, got %d", o.Repeat)}
 				}
+				if o.ClusterName == "" {
+					// Validate would take the zero value for the default name.
+					return usageError{fmt.Errorf("--cluster-name is empty")}
+				}
 				root, err := os.Getwd()
 				if err != nil {
 					return err
@@ -79,32 +87,37 @@ func init() {
 				if err := o.Validate(); err != nil {
 					return usageError{err}
 				}
-				return pipeline.Run(ctx, cleanupContext(ctx), o)
+				err = pipeline.Run(ctx, cleanupContext(ctx), o)
+				if errors.Is(err, artifactdir.ErrNotOurs) {
+					return usageError{err} // an --artifacts directory faultline must not touch
+				}
+				return err
 			}
 		})
 	register("engine", "start a Docker engine if none answers, or stop one faultline started (start|stop)",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			return func(ctx context.Context, args []string) error {
+				verb := strings.Join(args, " ")
+				if verb != "start" && verb != "stop" {
+					return usageError{fmt.Errorf("want 'start' or 'stop', got %q", verb)}
+				}
 				root, err := os.Getwd()
 				if err != nil {
 					return err
 				}
 				opts := engine.DefaultOptions(root, os.Stderr)
-				switch strings.Join(args, " ") {
-				case "start":
-					e, err := engine.Ensure(ctx, opts)
-					if err != nil {
-						if e != nil {
-							_ = e.Stop(cleanupContext(ctx))
-						}
-						return err
-					}
-					e.Keep()
-					return nil
-				case "stop":
+				if verb == "stop" {
 					return engine.StopStarted(ctx, opts)
 				}
-				return fmt.Errorf("want 'start' or 'stop', got %q", strings.Join(args, " "))
+				e, err := engine.Ensure(ctx, opts)
+				if err != nil {
+					if e != nil {
+						_ = e.Stop(cleanupContext(ctx))
+					}
+					return err
+				}
+				e.Keep()
+				return nil
 			}
 		})
 }
@@ -123,6 +136,18 @@ type cleanupKey struct{}
 func withSignals(parent context.Context) (context.Context, *interrupt.Signals) {
 	s := interrupt.Watch(parent, os.Stderr)
 	return context.WithValue(s.Work, cleanupKey{}, s.Cleanup), s
+}
+
+// splitKeepEmpty flattens repeated and comma-separated values, keeping the
+// empty ones ("," is two).
+func splitKeepEmpty(l listFlag) []string {
+	var out []string
+	for _, v := range l {
+		for _, part := range strings.Split(v, ",") {
+			out = append(out, strings.TrimSpace(part))
+		}
+	}
+	return out
 }
 
 // splitList flattens repeated and comma-separated values.

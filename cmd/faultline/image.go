@@ -30,11 +30,11 @@ func init() {
 			fs.BoolVar(&opts.Force, "force", false, "rebuild everything, ignoring the cache")
 			planOnly := fs.Bool("plan", false, "print what would be built or reused, and stop")
 			return func(ctx context.Context, args []string) error {
-				if len(args) > 0 {
-					return fmt.Errorf("unexpected arguments %v", args)
+				if err := noArgs(args); err != nil {
+					return err
 				}
 				if _, err := runtimes.Lookup(opts.Runtime); err != nil {
-					return fmt.Errorf("--runtime: %w", err)
+					return usageError{fmt.Errorf("--runtime: %w", err)}
 				}
 				pins, err := versions.ForKubernetes(*kube)
 				if err != nil {

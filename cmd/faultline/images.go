@@ -53,6 +53,9 @@ flags:
 					}
 					reg = target
 				case "load":
+					if err := kindcluster.ValidateName(target); err != nil {
+						return usageError{err}
+					}
 					list = []string{runtime.GOARCH}
 				default:
 					return usageError{fmt.Errorf("unknown %q: want save, push or load", verb)}

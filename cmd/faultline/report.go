@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/expectations"
+	"github.com/faultline-k8s/faultline/internal/artifactdir"
+	"github.com/faultline-k8s/faultline/internal/version"
 	"github.com/faultline-k8s/faultline/report"
 	"github.com/faultline-k8s/faultline/requirements"
 	"github.com/faultline-k8s/faultline/verdicts"
@@ -51,6 +54,9 @@ func init() {
 				var rep *verdicts.Report
 				var err error
 				if len(list) > 1 {
+					if err := claimOut(*out); err != nil {
+						return err
+					}
 					rep, err = report.Combine(list, *out, *expect)
 				} else {
 					rep, err = report.FromArtifacts(list[0], *expect)
@@ -104,4 +110,18 @@ func init() {
 				return usageError{fmt.Errorf("-o %q: want text, markdown or json", *format)}
 			}
 		})
+}
+
+// claimOut lets a combined report into --out only where faultline made the
+// directory (or it is empty), and never over a file a user put there: --out
+// may name any directory.
+func claimOut(dir string) error {
+	d, err := artifactdir.Claim(dir, "--out", "faultline report "+version.String())
+	if err == nil {
+		err = d.Reserve(report.MarkdownFile, report.JSONFile, report.HTMLFile)
+	}
+	if errors.Is(err, artifactdir.ErrNotOurs) {
+		return usageError{err}
+	}
+	return err
 }

@@ -6,7 +6,9 @@
 //	probe http://127.0.0.1:8080/healthz
 //
 // It exits 0 on a 2xx answer within 2 seconds and 1 otherwise, with the
-// reason on stderr (the kubelet shows it in the pod's events).
+// reason on stderr (the kubelet shows it in the pod's events). It holds no
+// control token (drivers/fake/control), so it asks only /healthz, the one
+// path that answers without one and only reports.
 package main
 
 import (
@@ -18,9 +20,14 @@ import (
 	"time"
 )
 
+// healthPath is control.HealthPath (drivers/fake/control), not imported:
+// that package brings gRPC into a binary the kubelet starts every few
+// seconds. The test keeps the two equal.
+const healthPath = "/healthz"
+
 func main() {
 	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: probe http://127.0.0.1:<port>/<path>")
+		fmt.Fprintln(os.Stderr, "usage: probe http://127.0.0.1:<port>"+healthPath)
 		os.Exit(2)
 	}
 	if err := probe(os.Args[1]); err != nil {
@@ -31,8 +38,8 @@ func main() {
 
 func probe(raw string) error {
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" {
-		return fmt.Errorf("probe: want http://127.0.0.1:<port>/<path>, got %q", raw)
+	if err != nil || u.Scheme != "http" || u.Hostname() != "127.0.0.1" || u.Path != healthPath || u.RawQuery != "" {
+		return fmt.Errorf("probe: want http://127.0.0.1:<port>%s, got %q", healthPath, raw)
 	}
 	client := http.Client{Timeout: 2 * time.Second}
 	resp, err := client.Get(u.String())

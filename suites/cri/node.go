@@ -1,8 +1,9 @@
 package cri
 
 // The suite's way to the node's runtime: gRPC to its CRI socket through the
-// relay pod (port-forward), the slow OCI runtime's log through the relay's
-// HTTP side, and the fake NRI plugin's event record.
+// relay pod (port-forward, with the run's control token), the slow OCI
+// runtime's log through the relay's HTTP side, and the fake NRI plugin's
+// event record.
 
 import (
 	"context"
@@ -105,7 +106,9 @@ func dialNode(ctx context.Context, f *framework.Framework, name string, rt runti
 	if err != nil {
 		return nil, nil, err
 	}
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// The relay passes calls on only with the run's control token.
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(harness.FakePods().Token().PerRPCCredentials()))
 	if err != nil {
 		stop()
 		return nil, nil, err

@@ -3,7 +3,6 @@ package dra
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -12,8 +11,7 @@ import (
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 	admissionapi "k8s.io/pod-security-admission/api"
@@ -22,183 +20,262 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/podresources"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
-// The CDI devices a container gets, counted where the kubelet and the
-// driver cannot fake it: in the container. The claims ask the fake driver
-// for CDI devices (FaultSpec cdi, drivers/fake/dra/driver/cdi.go); the
-// runtime then sets each device's environment variable and runs its OCI
-// startContainer hook once per injection of the device, and the container
-// (fake-dra-driver cdi-witness) prints both. A device injected twice shows
-// as two hook runs; its environment variable cannot show it (the second
-// copy replaces the first).
+// A partly failed prepare, made deterministically, and the CDI devices the
+// kubelet holds afterwards (kubernetes#140274).
 //
-// Where duplicates come from: the kubelet calls a pod's drivers one after
-// the other, in Go map order, and stops at the first failure. When the
-// healthy driver came first, a kubelet without kubernetes#140274 keeps the
-// devices of its response although the claim was not marked prepared, and
-// appends them again on the retry: the container's CDI devices list its
-// CDI ID twice. containerd (2.4.2, internal/cri/opts/spec_linux.go WithCDI)
-// drops duplicate CDI names before injecting; CRI-O (1.36.3,
-// internal/factory/container/device_linux.go) injects every copy.
-var _ = describe("CDI devices after a retried prepare", framework.WithFeature(featureDRA), func() {
+// One driver, one pod with two claims of it, "answered" and "omitted". The
+// kubelet sends both in one NodePrepareResources call; an Omit fault makes
+// the driver leave "omitted" out of its first response (no result at all).
+// The kubelet (pkg/kubelet/cm/dra/manager.go, prepareResources) adds the
+// devices of every claim in the response to its claim cache (addDevice),
+// then fails the attempt with "NodePrepareResources skipped 1
+// ResourceClaims" without marking any claim prepared, and at the retry
+// asks for both again. v1.36.3 appends "answered"'s devices a second time;
+// v1.36.4 and v1.37 reset a driver's devices of a claim before adding its
+// response (resetDevices). No map order is involved: the two drivers this
+// spec used before depended on which driver the kubelet called first.
+//
+// The verdict comes from the kubelet itself: its PodResources API (Get,
+// read by the fake driver on the node, GET /podresources) lists each
+// claim's devices with their CDI IDs from that cache, the list the kubelet
+// hands the runtime. The container's own report (fake-dra-driver
+// cdi-witness: the CDI environment variables and one startContainer hook
+// run per injection) is recorded beside it: containerd (2.4.2,
+// internal/cri/opts/spec_linux.go WithCDI) drops duplicate CDI IDs before
+// injecting, CRI-O (1.36.3, internal/factory/container/device_linux.go)
+// injects every copy, so what the container sees depends on the runtime.
+var _ = describe("CDI devices after a partly failed prepare", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-cdi")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)
 
-	withCDI := func(spec faultspec.FaultSpec) faultspec.FaultSpec {
+	cdi := func(spec faultspec.FaultSpec) faultspec.FaultSpec {
 		spec.CDI = &faultspec.CDI{Hook: true}
 		return spec
 	}
-	failingSpec := withCDI(faults([]faultspec.Fault{{Type: faultspec.Transient, Count: ptr.To(1), Message: "faultline: transient failure"}}, nil))
-	healthySpec := withCDI(faults(nil, nil))
+	answeredSpec := cdi(faults(nil, nil))
+	omittedSpec := cdi(faults([]faultspec.Fault{{Type: faultspec.Omit, Count: ptr.To(1)}}, nil))
 
-	framework.It("gives the container each driver's CDI device exactly once after a prepare that failed for one of two drivers was retried, and the healthy driver's claim is prepared once", harness.Checks("DRA-TWO-DRIVERS-CDI-ONCE"), func(ctx context.Context) {
+	framework.It("lists each claim's CDI device once in the kubelet after a prepare whose first response left one of two claims out, runs the pod, and prepares the answered claim once", harness.Checks("DRA-TWO-DRIVERS-CDI-ONCE"), func(ctx context.Context) {
 		cs := f.ClientSet
-		var (
-			pod                      *v1.Pod
-			failing, healthy         *resourceapi.ResourceClaim
-			failingDevs, healthyDevs []resourceapi.DeviceRequestAllocationResult
-			exercised                bool
-			round                    int
-		)
-		// Each round is a new pod whose first prepare attempt fails; the
-		// first attempt comes right after scheduling, so a round costs
-		// seconds. The retry (a kubelet resync later) is awaited only in
-		// the round in which the healthy driver was called first.
-		for round = 1; ; round++ {
-			failing = createClaim(ctx, f, fmt.Sprintf("failing-%d", round), []request{{name: "dev", driver: firstDriver}}, config(firstDriver, failingSpec))
-			healthy = createClaim(ctx, f, fmt.Sprintf("healthy-%d", round), []request{{name: "dev", driver: secondDriver}}, config(secondDriver, healthySpec))
-			pod = scheduled(ctx, f, createPod(ctx, f, cdiWitnessPod(fmt.Sprintf("cdi-%d", round), failing, healthy)))
-			failing, failingDevs = allocated(ctx, f, failing, firstDriver)
-			healthy, healthyDevs = allocated(ctx, f, healthy, secondDriver)
-			node := pod.Spec.NodeName
-
-			ginkgo.By(fmt.Sprintf("round %d: the first prepare attempt fails for %s", round, firstDriver.Name))
-			var failed calls.Call
-			gomega.Eventually(ctx, func(ctx context.Context) error {
-				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(failing.UID))
-				if err != nil {
-					return err
-				}
-				if len(rep.Calls) == 0 {
-					return fmt.Errorf("%s has not been asked to prepare claim %s yet", firstDriver.Name, failing.Name)
-				}
-				if failed = rep.Calls[0]; failed.Method != calls.Prepare || failed.Outcome != calls.Failed {
-					return gomega.StopTrying(fmt.Sprintf("the first call for claim %s did not fail as its FaultSpec says: %+v", failing.Name, failed))
-				}
-				return nil
-			}).WithTimeout(startSlack).WithPolling(time.Second).Should(gomega.Succeed())
-			// The kubelet calls the drivers one after the other and
-			// stops at the failure: a call for the healthy claim before
-			// the failed one (the retry is a resync later) was part of
-			// the failed attempt.
-			h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-			framework.ExpectNoError(err)
-			exercised = slices.ContainsFunc(h.Calls, func(c calls.Call) bool {
-				return c.Method == calls.Prepare && !c.Time.After(failed.Time.Add(prepareRetryTolerance))
-			})
-			report(fmt.Sprintf("round %d", round), "healthy driver called in the failed attempt: %v (%d calls for its claim)", exercised, len(h.Calls))
-			if exercised || round == cdiRounds {
-				break
-			}
-			ginkgo.By("the kubelet called the failing driver first, so the healthy driver's claim was not prepared in the failed attempt: a new round")
-			deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
-			for _, c := range []*resourceapi.ResourceClaim{failing, healthy} {
-				if err := cs.ResourceV1().ResourceClaims(c.Namespace).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-					framework.ExpectNoError(err, "delete claim %s", c.Name)
-				}
-			}
-		}
-		if !exercised {
-			report("not exercised", "in each of %d rounds the kubelet called %s first (1/2 each): the healthy driver was never prepared in a failed attempt, "+
-				"so the retry that duplicates its CDI device did not happen; the spec checks the plain retry only", cdiRounds, firstDriver.Name)
-		}
+		answered := createClaim(ctx, f, "answered", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, answeredSpec))
+		omitted := createClaim(ctx, f, "omitted", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, omittedSpec))
+		pod := scheduled(ctx, f, createPod(ctx, f, cdiWitnessPod("cdi", answered, omitted)))
+		answered, answeredDevs := allocated(ctx, f, answered, firstDriver)
+		omitted, omittedDevs := allocated(ctx, f, omitted, firstDriver)
 		node := pod.Spec.NodeName
+		drv := draClient().On(node, firstDriver)
+		claims := []cdiClaim{{answered, answeredDevs}, {omitted, omittedDevs}}
+		for _, c := range claims {
+			gomega.Expect(c.devs).To(gomega.HaveLen(1), "claim %s: one device of %s", c.claim.Name, firstDriver.Name)
+		}
 
-		ginkgo.By("the retry prepares the failing driver's claim, and the pod runs")
-		pendingUntilPrepared(ctx, f, pod, firstDriver, string(failing.UID), prepareRetryMax+startSlack)
-		waitRunning(ctx, f, pod)
-
-		ginkgo.By("the container reports the CDI devices the runtime injected")
-		var obs driver.CDIObservation
-		var log string
+		ginkgo.By("premise: the first call answers claim answered and leaves claim omitted out; the kubelet fails that attempt")
+		var first calls.Call
 		gomega.Eventually(ctx, func(ctx context.Context) error {
-			var err error
-			log, err = e2epod.GetPodLogs(ctx, cs, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name)
+			rep, err := drv.Calls(ctx, string(omitted.UID))
 			if err != nil {
 				return err
 			}
-			if obs, err = driver.ParseCDIWitness(log); err != nil {
-				return gomega.StopTrying(err.Error())
+			if len(rep.Calls) == 0 {
+				return fmt.Errorf("%s has not been asked to prepare claim %s yet", firstDriver.Name, omitted.Name)
 			}
-			if !obs.Done {
-				return fmt.Errorf("the container's report is not complete yet: %q", log)
+			if first = rep.Calls[0]; first.Method != calls.Prepare || first.Outcome != calls.Omitted {
+				return gomega.StopTrying(fmt.Sprintf("premise: the first call for claim %s did not leave it out as its Omit fault says: %s", omitted.Name, describeCalls(rep)))
 			}
 			return nil
-		}).WithTimeout(startSlack).WithPolling(poll).Should(gomega.Succeed())
+		}).WithTimeout(startSlack).WithPolling(time.Second).Should(gomega.Succeed())
+		a, err := drv.Calls(ctx, string(answered.UID))
+		framework.ExpectNoError(err)
+		if len(a.Calls) == 0 || a.Calls[0].Request != first.Request || a.Calls[0].Outcome != calls.Prepared {
+			framework.Failf("premise: claim %s must have been answered (Prepared) in the call that left claim %s out (the driver's request %d); its record: %s",
+				answered.Name, omitted.Name, first.Request, describeCalls(a))
+		}
+		var failure string
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			events, err := prepareEvents(ctx, cs, pod)
+			if err != nil {
+				return err
+			}
+			if len(events) == 0 {
+				return fmt.Errorf("no FailedPrepareDynamicResources event for pod %s yet", pod.Name)
+			}
+			failure = events[0].Message
+			return nil
+		}).WithTimeout(startSlack).WithPolling(poll).Should(gomega.Succeed(), "premise: the kubelet must fail the attempt whose response left a claim out")
+		report("premise: first attempt", "one call (the driver's request %d) for both claims: %s %s, %s %s; the kubelet: %q",
+			first.Request, answered.Name, a.Calls[0].Outcome, omitted.Name, first.Outcome, failure)
+
+		ginkgo.By("premise: the retry prepares claim omitted (the pod stays Pending until then), and the pod runs")
+		o := pendingUntilPrepared(ctx, f, pod, firstDriver, string(omitted.UID), prepareRetryMax+startSlack)
+		retry := o.Calls[len(o.Calls)-1]
+		report("premise: retry", "the driver's request %d, %s after the first: %s", retry.Request, retry.Time.Sub(first.Time).Round(time.Second), describeCalls(o))
+		// The kubelet creates the container only after PrepareResources
+		// returned, so from here on its claim cache is final.
+		waitRunning(ctx, f, pod)
+
+		ginkgo.By("the kubelet's PodResources API lists each claim's device and CDI ID once")
+		pr, err := drv.PodResources(ctx, pod.Namespace, pod.Name)
+		framework.ExpectNoError(err, "the kubelet's PodResources Get for pod %s, read by %s on node %s", pod.Name, firstDriver.Name, node)
+		report("kubelet's PodResources", "%s", describePodResources(pr))
+		duplicated, problems := checkPodResources(pr, pod.Spec.Containers[0].Name, claims)
+		if len(duplicated) > 0 {
+			framework.Failf("the kubelet holds a CDI device of a claim more than once after a partly failed prepare: its PodResources API lists %s; "+
+				"a kubelet without kubernetes#140274 keeps the devices of the claim its driver answered in the failed NodePrepareResources call "+
+				"and appends them again on the retry (pkg/kubelet/cm/dra/manager.go, prepareResources: addDevice)", strings.Join(duplicated, "; "))
+		}
+		gomega.Expect(problems).To(gomega.BeEmpty(), "the kubelet's PodResources API must list the container's claims with their devices and CDI IDs")
+
+		ginkgo.By("the container got each CDI device (the runtime's record)")
+		obs, log := cdiWitness(ctx, cs, pod)
 		report("container's CDI report", "%s", strings.TrimSpace(log))
+		var injections, missing []string
+		for _, c := range claims {
+			id := driver.CDIDeviceID(firstDriver.Name, string(c.claim.UID), c.devs[0].Device)
+			injections = append(injections, fmt.Sprintf("claim %s: %d environment variables, %d hook runs", c.claim.Name, len(obs.Env[id]), obs.Hooks[id]))
+			if len(obs.Env[id]) == 0 || obs.Hooks[id] == 0 {
+				missing = append(missing, fmt.Sprintf("claim %s: CDI ID %s: %d environment variables, %d hook runs%s", c.claim.Name, id, len(obs.Env[id]), obs.Hooks[id], unreadable(obs)))
+			}
+		}
+		// Not the verdict: containerd drops a duplicate CDI ID, CRI-O
+		// injects it (two hook runs).
+		report("runtime's injections", "%s", strings.Join(injections, "; "))
+		gomega.Expect(missing).To(gomega.BeEmpty(), "each claim's CDI device must reach the container")
 
-		want := map[string]string{} // CDI ID -> what it is
-		for _, c := range []struct {
-			d     driverRef
-			claim *resourceapi.ResourceClaim
-			devs  []resourceapi.DeviceRequestAllocationResult
-		}{{firstDriver, failing, failingDevs}, {secondDriver, healthy, healthyDevs}} {
-			gomega.Expect(c.devs).To(gomega.HaveLen(1), "claim %s", c.claim.Name)
-			for _, r := range c.devs {
-				want[driver.CDIDeviceID(c.d.Name, string(c.claim.UID), r.Device)] = fmt.Sprintf("device %s of claim %s", deviceID(r), c.claim.Name)
-			}
-		}
-		var duplicated, problems []string
-		for _, id := range slices.Sorted(maps.Keys(want)) {
-			what := want[id]
-			if n := len(obs.Env[id]); n != 1 {
-				problems = append(problems, fmt.Sprintf("%s: %d environment variables name its CDI ID %s, want 1", what, n, id))
-			}
-			switch n := obs.Hooks[id]; {
-			case n == 0:
-				unreadable := ""
-				if obs.HooksUnreadable != "" {
-					unreadable = " (no hook record: " + obs.HooksUnreadable + ")"
-				}
-				problems = append(problems, fmt.Sprintf("%s: its startContainer hook did not run%s", what, unreadable))
-			case n > 1:
-				duplicated = append(duplicated, fmt.Sprintf("%s (CDI ID %s): injected %d times", what, id, n))
-			}
-		}
-		for _, id := range obs.IDs() {
-			if _, ok := want[id]; !ok {
-				problems = append(problems, "a CDI device of no claim of the pod: "+id)
-			}
-		}
-		gomega.Expect(duplicated).To(gomega.BeEmpty(),
-			"the runtime injected a CDI device more than once (its startContainer hook ran once per injection), so the container's CDI devices named it more than once: "+
-				"a kubelet without kubernetes#140274 keeps the devices a driver returned in a NodePrepareResources attempt that failed for another driver "+
-				"and appends them again on the retry (pkg/kubelet/cm/dra/manager.go, prepareResources: addDevice); containerd drops duplicate CDI IDs, CRI-O injects each copy")
-		gomega.Expect(problems).To(gomega.BeEmpty(), "each CDI device of the pod's claims must reach the container once")
-
-		ginkgo.By("the kubelet asked each driver once per attempt, and the healthy driver prepared its claim once")
-		f1, err := draClient().On(node, firstDriver).Calls(ctx, string(failing.UID))
+		ginkgo.By("the driver prepared claim answered once")
+		a, err = drv.Calls(ctx, string(answered.UID))
 		framework.ExpectNoError(err)
-		gomega.Expect(f1.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}), "the failing driver: one failed attempt, one retry")
-		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-		framework.ExpectNoError(err)
-		report("healthy driver's calls", "%+v", h.Summary)
-		attempts := 1
-		if exercised {
-			attempts = 2
-		}
-		// The kubelet calls the healthy driver in every attempt that
-		// reaches it: the failed one when it came first, and the retry.
-		// That the driver really prepared once is its own doing (it
-		// answers a repeat from its cache); asserted to show the record
-		// is what the kubelet asked.
-		gomega.Expect(h.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: attempts, PrepareSucceeded: 1, PrepareRepeated: attempts - 1}),
-			"the kubelet asks the healthy driver to prepare its claim once per attempt that reaches it (%d), and never unprepares it while the pod runs", attempts)
+		report("claim answered's calls", "%+v: %s", a.Summary, describeCalls(a))
+		gomega.Expect(a.Summary).To(gomega.And(
+			gomega.HaveField("PrepareSucceeded", 1), gomega.HaveField("PrepareFailed", 0), gomega.HaveField("PrepareOmitted", 0),
+			gomega.HaveField("UnprepareCalls", 0)),
+			"claim %s: prepared once, every later call a repeat, and not unprepared while the pod runs", answered.Name)
 	})
 })
+
+// cdiClaim is a claim of the spec and the devices of the fake driver it got.
+type cdiClaim struct {
+	claim *resourceapi.ResourceClaim
+	devs  []resourceapi.DeviceRequestAllocationResult
+}
+
+// checkPodResources compares what the kubelet lists for container with the
+// claims' allocations: duplicated names each claim whose device or CDI ID
+// the kubelet lists more than once, problems anything else that differs
+// (a claim, device or CDI ID missing, one of no claim of the container).
+// The kubelet's lists are counted as they are: a v1.36.3 kubelet that holds
+// a device twice lists it twice, the second time with the CDI ID twice
+// (it collects a driver's CDI IDs in one list across the claim's devices).
+func checkPodResources(pr *podresources.Pod, container string, claims []cdiClaim) (duplicated, problems []string) {
+	var c *podresources.Container
+	for i := range pr.Containers {
+		if pr.Containers[i].Name == container {
+			c = &pr.Containers[i]
+		}
+	}
+	if c == nil {
+		return nil, []string{fmt.Sprintf("container %s is not listed", container)}
+	}
+	known := map[string]bool{}
+	for _, cl := range claims {
+		known[cl.claim.Name] = true
+		var entries []podresources.Claim
+		for _, d := range c.DynamicResources {
+			if d.Name == cl.claim.Name && d.Namespace == cl.claim.Namespace {
+				entries = append(entries, d)
+			}
+		}
+		if len(entries) != 1 {
+			problems = append(problems, fmt.Sprintf("claim %s is listed %d times, want once", cl.claim.Name, len(entries)))
+			if len(entries) == 0 {
+				continue
+			}
+		}
+		dev := cl.devs[0]
+		id := driver.CDIDeviceID(dev.Driver, string(cl.claim.UID), dev.Device)
+		devices, ids := 0, 0
+		for _, e := range entries {
+			for _, r := range e.Resources {
+				if r.Driver == dev.Driver && r.Pool == dev.Pool && r.Device == dev.Device {
+					devices++
+				} else {
+					problems = append(problems, fmt.Sprintf("claim %s: device %s/%s/%s is not its allocation (%s)", cl.claim.Name, r.Driver, r.Pool, r.Device, deviceID(dev)))
+				}
+				for _, got := range r.CDIDevices {
+					if got == id {
+						ids++
+					} else {
+						problems = append(problems, fmt.Sprintf("claim %s: CDI ID %s is none of its devices'", cl.claim.Name, got))
+					}
+				}
+			}
+		}
+		switch {
+		case devices > 1 || ids > 1:
+			duplicated = append(duplicated, fmt.Sprintf("claim %s: device %s %d times, its CDI ID %s %d times, want once", cl.claim.Name, deviceID(dev), devices, id, ids))
+		case devices == 0 || ids == 0:
+			problems = append(problems, fmt.Sprintf("claim %s: device %s listed %d times, its CDI ID %s %d times, want once", cl.claim.Name, deviceID(dev), devices, id, ids))
+		}
+	}
+	for _, d := range c.DynamicResources {
+		if !known[d.Name] {
+			problems = append(problems, fmt.Sprintf("claim %s/%s is none of the pod's", d.Namespace, d.Name))
+		}
+	}
+	return duplicated, problems
+}
+
+// describePodResources is the kubelet's list in one line per claim.
+func describePodResources(pr *podresources.Pod) string {
+	var lines []string
+	for _, c := range pr.Containers {
+		for _, d := range c.DynamicResources {
+			var res []string
+			for _, r := range d.Resources {
+				res = append(res, fmt.Sprintf("%s/%s/%s cdi %v", r.Driver, r.Pool, r.Device, r.CDIDevices))
+			}
+			lines = append(lines, fmt.Sprintf("container %s claim %s: [%s]", c.Name, d.Name, strings.Join(res, ", ")))
+		}
+	}
+	if len(lines) == 0 {
+		return "no dynamic resources"
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}
+
+// cdiWitness waits for the container's complete CDI report and returns it
+// parsed and as logged.
+func cdiWitness(ctx context.Context, cs clientset.Interface, pod *v1.Pod) (driver.CDIObservation, string) {
+	var obs driver.CDIObservation
+	var log string
+	gomega.Eventually(ctx, func(ctx context.Context) error {
+		var err error
+		log, err = e2epod.GetPodLogs(ctx, cs, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name)
+		if err != nil {
+			return err
+		}
+		if obs, err = driver.ParseCDIWitness(log); err != nil {
+			return gomega.StopTrying(err.Error())
+		}
+		if !obs.Done {
+			return fmt.Errorf("the container's report is not complete yet: %q", log)
+		}
+		return nil
+	}).WithTimeout(startSlack).WithPolling(poll).Should(gomega.Succeed())
+	return obs, log
+}
+
+func unreadable(obs driver.CDIObservation) string {
+	if obs.HooksUnreadable == "" {
+		return ""
+	}
+	return " (no hook record: " + obs.HooksUnreadable + ")"
+}
 
 // cdiWitnessPod is a test pod using claims whose container reports the CDI
 // devices the runtime injected (fake-dra-driver cdi-witness, in the same

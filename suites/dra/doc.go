@@ -10,9 +10,10 @@
 // describe) and waits until both drivers are registered and have published
 // their devices; the run removes it at the end. Every spec makes its own
 // namespace, claims and FaultSpecs (typed by drivers/fake/dra/faultspec),
-// and reads the driver's call record through a port-forward (the driver
-// listens on loopback only); both through
-// the driver's client, drivers/fake/dra/client.
+// and reads the driver's call record (and, for cdi.go, the kubelet's
+// PodResources for a pod) through a port-forward (the driver listens on
+// loopback only); both through the driver's client,
+// drivers/fake/dra/client.
 //
 //	prepare.go    transient and unclassified failures are retried; a permanent
 //	              one fails the pod (KEP-5322; a kubelet that retries it
@@ -27,10 +28,13 @@
 //	              device and claim is named, the healthy driver's claim is
 //	              unprepared exactly once, also when the pod is
 //	              deleted while the other driver keeps failing
-//	cdi.go        a prepare failing for one of two drivers is retried: the
-//	              container gets each driver's CDI device exactly once,
-//	              counted by the runtime's injections (kubernetes#140274),
-//	              and the healthy driver's claim is prepared once
+//	cdi.go        a partly failed prepare, made deterministic: one driver,
+//	              two claims, the first response leaves one out (an Omit
+//	              fault); after the retry the kubelet's PodResources API
+//	              (read by the driver on the node) lists each claim's CDI
+//	              device once (kubernetes#140274), the pod runs, and the
+//	              answered claim is prepared once; the runtime's
+//	              injections are recorded beside it
 //	device.go     a device failing while in use: NoExecute taint evicts, the
 //	              replacement gets a healthy device (Serial); health in pod
 //	              status

@@ -105,12 +105,6 @@ const (
 	// manager's reconcile loop (once a kubelet resync period) unprepares
 	// the claims of pods that are gone; the larger of the two.
 	unprepareAfterKubeletRestart = kubeletRestartTimeout + kubeletResync + startSlack
-
-	// cdiRounds bounds the fresh pods the CDI spec starts until the kubelet
-	// calls the healthy driver before the failing one in the failed
-	// attempt (Go map order: 1/2 per round), the case in which a kubelet
-	// without kubernetes#140274 duplicates its devices.
-	cdiRounds = 5
 	// sliceWipingDelay is how long the kubelet waits after it lost its
 	// connection to a driver (and no other endpoint of it is connected)
 	// before it deletes the driver's ResourceSlices on the node

@@ -11,6 +11,13 @@ package harness
 // after another spec restarted the runtime. The suite setup removes sets an
 // earlier, killed run left behind; the suite teardown removes every set the
 // run deployed.
+//
+// The fakes' controls and the CRI relay answer only the run's control token
+// (drivers/fake/control): process 1 makes it in the suite setup and hands it
+// to the other processes with the setup's data; the sets carry only its
+// hash (.Extra.ControlTokenHash). Because every run removes the sets it
+// finds before its first spec, each run deploys them afresh with its own
+// hash, also on a cluster kept from an earlier run.
 
 import (
 	"context"
@@ -29,6 +36,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
@@ -115,8 +123,45 @@ func clusterEnv() (*setEnv, error) {
 		return nil, err
 	}
 	return &setEnv{cs: cs, applier: applier, render: func(set FixtureSet, extra map[string]string) ([]*unstructured.Unstructured, error) {
+		extra, err := withTokenHash(extra, runControlToken())
+		if err != nil {
+			return nil, err
+		}
 		return fixtures.Render(set.Name, fixtures.Values{Namespace: set.Namespace, Image: Flags.FakesImage, PullPolicy: Flags.PullPolicy, NodeSelector: Flags.NodeSelector, Extra: extra})
 	}}, nil
+}
+
+// controlToken is the run's control token (drivers/fake/control), set by
+// the suite setup in every process. Only this process's memory holds it.
+var controlToken struct {
+	sync.Mutex
+	token control.Token
+}
+
+func setControlToken(t control.Token) {
+	controlToken.Lock()
+	defer controlToken.Unlock()
+	controlToken.token = t
+}
+
+func runControlToken() control.Token {
+	controlToken.Lock()
+	defer controlToken.Unlock()
+	return controlToken.token
+}
+
+// withTokenHash adds the hash of the run's token to a set's template
+// values (a copy): the fakes and the relay answer only that token.
+func withTokenHash(extra map[string]string, token control.Token) (map[string]string, error) {
+	if token.IsZero() {
+		return nil, errors.New("no control token: the suite setup makes it (SynchronizedBeforeSuite)")
+	}
+	out := make(map[string]string, len(extra)+1)
+	for k, v := range extra {
+		out[k] = v
+	}
+	out["ControlTokenHash"] = token.Hash()
+	return out, nil
 }
 
 // RegisterFixtureSet adds a set to the binary's registry; a suite calls it

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -136,7 +137,7 @@ func checkFlags(kubeconfigGiven bool) error {
 		return fmt.Errorf("--kubeconfig is empty (pass --kubeconfig PATH of a reachable cluster)")
 	}
 	if _, err := os.Stat(path); err != nil {
-		return fmt.Errorf("kubeconfig %s: %v (pass --kubeconfig PATH of a reachable cluster)", path, err)
+		return fmt.Errorf("kubeconfig %s: %v (pass --kubeconfig PATH of a reachable cluster)%s", path, err, relativeHint(path))
 	}
 	if _, err := clientcmd.LoadFromFile(path); err != nil {
 		return fmt.Errorf("kubeconfig %s is not a valid kubeconfig: %v", path, err)
@@ -145,6 +146,20 @@ func checkFlags(kubeconfigGiven bool) error {
 		Flags.FakesImage = imageref.Fakes(Flags.ImageRegistry)
 	}
 	return nil
+}
+
+// relativeHint explains a relative --kubeconfig that is not there: go test
+// and ginkgo run the test binary in the suites' package directory, not where
+// the command was typed.
+func relativeHint(path string) string {
+	if filepath.IsAbs(path) {
+		return ""
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("; a relative path is read from the directory the test binary runs in, %s (ginkgo and go test run it in the suites directory): pass an absolute one, e.g. \"$PWD/%s\" from where you ran the command", wd, path)
 }
 
 // flagGiven reports whether name was set on the command line (not left at

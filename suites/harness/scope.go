@@ -18,6 +18,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fixtures"
 )
 
 // FaultRequest is an object that asks one of faultline's fakes for a fault
@@ -50,6 +51,8 @@ func ItRefusesFaultsOutsideOwnNamespaces(f *framework.Framework, req FaultReques
 		tenant, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "faultline-tenant-",
 			Labels:       map[string]string{"app.kubernetes.io/part-of": "faultline"},
+			// faultline's to remove after a killed run (faultline cleanup).
+			Annotations: fixtures.Ownership(fixtures.SpecNamespaces),
 		}}, metav1.CreateOptions{})
 		framework.ExpectNoError(err, "create a namespace without %s", scope.NamespaceLabel)
 		ginkgo.DeferCleanup(framework.IgnoreNotFound(f.ClientSet.CoreV1().Namespaces().Delete), tenant.Name, metav1.DeleteOptions{})

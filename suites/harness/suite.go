@@ -5,10 +5,13 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/kubernetes/test/e2e/framework"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
@@ -39,11 +42,15 @@ func Describe(suite string, require func(ctx context.Context), args ...any) bool
 	return framework.Describe(args...)
 }
 
-// The one suite setup of the binary. Process 1 reads the cluster's facts
-// and removes fixture sets an earlier run that was killed left behind; every
-// process gets the facts. The fixture sets themselves are deployed by the
-// first spec that needs them (Require).
+// The one suite setup of the binary. Process 1 makes the run's control
+// token, reads the cluster's facts and removes fixture sets an earlier run
+// left behind (they answer another token); every process gets the facts
+// and the token. The fixture sets themselves are deployed by the first spec
+// that needs them (Require).
 var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
+	token, err := control.NewToken()
+	framework.ExpectNoError(err)
+	setControlToken(token)
 	cs, err := framework.LoadClientset()
 	framework.ExpectNoError(err, "client for the cluster")
 	in, err := readClusterFacts(ctx, cs)
@@ -55,10 +62,38 @@ var _ = ginkgo.SynchronizedBeforeSuite(func(ctx context.Context) []byte {
 	framework.ExpectNoError(setCluster(in, true))
 	recordStack(ctx, cs, in)
 	framework.ExpectNoError(fixtureSets.removeDeployed(ctx, "left behind by an earlier run"), "remove leftover fixture sets")
-	return encodeClusterFacts(in)
+	return encodeSetup(encodeClusterFacts(in), token)
 }, func(ctx context.Context, raw []byte) {
-	framework.ExpectNoError(setCluster(decodeClusterFacts(raw), false))
+	facts, token, err := decodeSetup(raw)
+	framework.ExpectNoError(err, "the suite setup's data from process 1")
+	setControlToken(token)
+	framework.ExpectNoError(setCluster(decodeClusterFacts(facts), false))
 })
+
+// setupData is what process 1 hands the other Ginkgo processes, through
+// Ginkgo's own channel between them (never a report or a log).
+type setupData struct {
+	Facts json.RawMessage `json:"facts"`
+	Token string          `json:"token"` // control.Token.Secret
+}
+
+func encodeSetup(facts []byte, token control.Token) []byte {
+	raw, err := json.Marshal(setupData{Facts: facts, Token: token.Secret()})
+	framework.ExpectNoError(err, "encode the suite setup's data")
+	return raw
+}
+
+// decodeSetup's errors never show the data: it holds the token.
+func decodeSetup(raw []byte) (facts []byte, token control.Token, err error) {
+	var d setupData
+	if json.Unmarshal(raw, &d) != nil {
+		return nil, control.Token{}, errors.New("not JSON")
+	}
+	if token, err = control.ParseToken(d.Token); err != nil {
+		return nil, control.Token{}, err
+	}
+	return d.Facts, token, nil
+}
 
 // The one suite teardown: after every process is done, process 1 removes
 // every fixture set a process deployed (every set whose namespace exists).

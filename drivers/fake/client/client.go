@@ -6,9 +6,10 @@
 // Those servers listen on the pod's loopback only, so that no other pod of
 // the cluster can read a fake's records or trigger its controls; the way in
 // is the API server's port-forward, as `kubectl port-forward` does, which
-// needs the pods/portforward permission (cluster administrators) and works
-// on any cluster, not only kind. Pods keeps one forward per pod and port for
-// the life of the process.
+// works on any cluster, not only kind. pods/portforward is in the built-in
+// edit and admin roles, so the servers also want the run's control token
+// (drivers/fake/control), which Pods sends with every request. Pods keeps
+// one forward per pod and port for the life of the process.
 package client
 
 import (
@@ -33,6 +34,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 )
 
 // Pods reaches HTTP servers on pods' loopback through port-forwards.
@@ -41,6 +44,8 @@ type Pods struct {
 	http *http.Client
 	// forward opens a forward; PortForward, or a stand-in in tests.
 	forward Forward
+	// token goes with every request (the zero token: none).
+	token control.Token
 
 	mu       sync.Mutex
 	forwards map[forwardKey]*forwarded
@@ -57,8 +62,9 @@ type forwarded struct {
 	stop func()
 }
 
-// NewPods returns a Pods for the cluster of config.
-func NewPods(config *rest.Config) (*Pods, error) {
+// NewPods returns a Pods for the cluster of config that sends token with
+// every request.
+func NewPods(config *rest.Config, token control.Token) (*Pods, error) {
 	cs, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, err
@@ -68,7 +74,7 @@ func NewPods(config *rest.Config) (*Pods, error) {
 	// container.
 	p := NewPodsWith(cs, func(ctx context.Context, pod *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
 		return portForward(ctx, config, pod, port)
-	})
+	}, token)
 	return p, nil
 }
 
@@ -80,13 +86,17 @@ type Forward func(ctx context.Context, pod *v1.Pod, port int) (addr string, stop
 // NewPodsWith returns a Pods that lists pods with cs and opens forwards with
 // forward: for tests of the typed clients, without an API server's
 // port-forward.
-func NewPodsWith(cs kubernetes.Interface, forward Forward) *Pods {
-	return &Pods{cs: cs, forward: forward, forwards: map[forwardKey]*forwarded{},
+func NewPodsWith(cs kubernetes.Interface, forward Forward, token control.Token) *Pods {
+	return &Pods{cs: cs, forward: forward, token: token, forwards: map[forwardKey]*forwarded{},
 		http: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 2 * time.Minute}}
 }
 
 // ClientSet is the clientset of the cluster the pods run in.
 func (p *Pods) ClientSet() kubernetes.Interface { return p.cs }
+
+// Token is the control token Pods sends, for the gRPC calls a suite makes
+// through the CRI relay itself (control.Token.PerRPCCredentials).
+func (p *Pods) Token() control.Token { return p.token }
 
 // Close stops every forward.
 func (p *Pods) Close() {
@@ -172,6 +182,9 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 		if err != nil {
 			return nil, err
+		}
+		if !p.token.IsZero() {
+			req.Header.Set("Authorization", p.token.Bearer())
 		}
 		resp, err := p.http.Do(req)
 		if err == nil {

@@ -6,11 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 )
 
 // testPods forwards every pod to the addresses in order, one per forward
@@ -23,7 +26,7 @@ func testPods(addrs ...string) (*Pods, *int) {
 		}
 		opened++
 		return addrs[opened-1], func() {}, nil, nil
-	})
+	}, control.Token{})
 	return p, &opened
 }
 
@@ -133,7 +136,7 @@ func TestPodsForgetEndedForward(t *testing.T) {
 			return srv.Listener.Addr().String(), func() {}, done, nil
 		}
 		return srv.Listener.Addr().String(), func() {}, nil, nil
-	})
+	}, control.Token{})
 	if _, err := p.Get(context.Background(), pod, "8080", "/", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -153,5 +156,59 @@ func TestPodsForgetEndedForward(t *testing.T) {
 	}
 	if _, err := p.Get(context.Background(), pod, "8080", "/", nil); err != nil || opened != 2 {
 		t.Errorf("after the forward ended: %v, %d forwards opened", err, opened)
+	}
+}
+
+// Every request carries the run's control token, GETs and POSTs alike, and
+// a fake that refuses it is an HTTPError (401) that says why but not the token.
+func TestPodsSendTheControlToken(t *testing.T) {
+	token, err := control.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := control.NewVerifier(token.Hash(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	srv := httptest.NewServer(v.HTTP(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.Path)
+		_, _ = w.Write([]byte(`{}`))
+	})))
+	defer srv.Close()
+	forward := func(context.Context, *v1.Pod, int) (string, func(), <-chan struct{}, error) {
+		return srv.Listener.Addr().String(), func() {}, nil, nil
+	}
+	p := NewPodsWith(nil, forward, token)
+	if p.Token() != token {
+		t.Error("Token must return the token Pods sends")
+	}
+	var out struct{}
+	if err := p.GetJSON(context.Background(), pod, "8080", "/calls", nil, &out); err != nil {
+		t.Errorf("GET with the token: %v", err)
+	}
+	if _, err := p.Post(context.Background(), pod, "8080", "/reset", nil); err != nil {
+		t.Errorf("POST with the token: %v", err)
+	}
+	if len(seen) != 2 {
+		t.Errorf("the fake served %v, want a GET and a POST", seen)
+	}
+
+	other, _ := control.NewToken()
+	for name, p := range map[string]*Pods{
+		"no token":    NewPodsWith(nil, forward, control.Token{}),
+		"other token": NewPodsWith(nil, forward, other),
+	} {
+		_, err := p.Post(context.Background(), pod, "8080", "/reset", nil)
+		var httpErr *HTTPError
+		if !errors.As(err, &httpErr) || httpErr.Status != http.StatusUnauthorized {
+			t.Errorf("%s: %v, want a 401", name, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), token.Secret()) || strings.Contains(err.Error(), other.Secret())) {
+			t.Errorf("%s: the error shows a token: %v", name, err)
+		}
+	}
+	if len(seen) != 2 {
+		t.Errorf("the fake acted without the token: %v", seen)
 	}
 }

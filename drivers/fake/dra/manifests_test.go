@@ -101,9 +101,10 @@ func TestManifests(t *testing.T) {
 
 	for _, want := range []struct {
 		daemonSet, driverName, class, devices string
+		podResources                          bool
 	}{
-		{"fake-dra-driver", driver.DefaultDriverName, "faultline.k8s.io", "--devices=8"},
-		{"fake-dra-driver-second", secondDriverName, secondDeviceClass, "--devices=8"},
+		{"fake-dra-driver", driver.DefaultDriverName, "faultline.k8s.io", "--devices=8", true},
+		{"fake-dra-driver-second", secondDriverName, secondDeviceClass, "--devices=8", false},
 	} {
 		ds, class := daemonSets[want.daemonSet], classes[want.class]
 		if ds == nil || class == nil {
@@ -113,7 +114,7 @@ func TestManifests(t *testing.T) {
 		if len(class.Spec.Selectors) != 1 || class.Spec.Selectors[0].CEL.Expression != `device.driver == "`+want.driverName+`"` {
 			t.Errorf("DeviceClass %+v", class)
 		}
-		checkDaemonSet(t, ds, sa, want.driverName, want.devices)
+		checkDaemonSet(t, ds, sa, want.driverName, want.devices, want.podResources)
 	}
 	if daemonSets["fake-dra-driver"].Spec.Selector.MatchLabels["app.kubernetes.io/name"] == daemonSets["fake-dra-driver-second"].Spec.Selector.MatchLabels["app.kubernetes.io/name"] {
 		t.Error("the two DaemonSets must select different pods")
@@ -215,7 +216,10 @@ func checkPolicies(t *testing.T, policies map[string]*admissionregistrationv1.Va
 	}
 }
 
-func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccount, driverName, devices string) {
+// podResourcesDir holds the kubelet's PodResources socket.
+const podResourcesDir = "/var/lib/kubelet/pod-resources"
+
+func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccount, driverName, devices string, podResources bool) {
 	t.Helper()
 	pod := ds.Spec.Template.Spec
 	c := pod.Containers[0]
@@ -269,18 +273,28 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccoun
 	if c.SecurityContext.Privileged == nil || *c.SecurityContext.Privileged {
 		t.Errorf("%s: must not be privileged", ds.Name)
 	}
+	// Only the first driver reads the kubelet's PodResources socket, and
+	// only through a read-only mount.
+	socketArg := "--pod-resources-socket=" + podResourcesDir + "/kubelet.sock"
+	if slices.Contains(c.Args, socketArg) != podResources {
+		t.Errorf("%s: %s given: %v, want %v", ds.Name, socketArg, !podResources, podResources)
+	}
 	mounts := map[string]string{}
 	for _, m := range c.VolumeMounts {
 		mounts[m.Name] = m.MountPath
+		if m.MountPath == podResourcesDir && !m.ReadOnly {
+			t.Errorf("%s: %s must be mounted read-only", ds.Name, podResourcesDir)
+		}
 	}
 	for _, v := range pod.Volumes {
 		if v.HostPath == nil || mounts[v.Name] != v.HostPath.Path {
 			t.Errorf("%s: volume %s must be a hostPath mounted at the same path (kubelet and driver must agree on socket paths)", ds.Name, v.Name)
 		}
 	}
-	// Only the driver's own plugin directory, the registration directory
-	// and the runtime's CDI spec directory (see the DaemonSet for why the
-	// last two are whole).
+	// Only the driver's own plugin directory, the registration directory,
+	// the runtime's CDI spec directory (see the DaemonSet for why the
+	// last two are whole) and, for the first driver, the kubelet's
+	// PodResources directory.
 	var hostPaths []string
 	for _, v := range pod.Volumes {
 		if v.HostPath != nil {
@@ -288,10 +302,18 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet, sa *corev1.ServiceAccoun
 			if (v.HostPath.Path == ownDir || v.HostPath.Path == cdiDir) && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectoryOrCreate) {
 				t.Errorf("%s: %s must be DirectoryOrCreate", ds.Name, v.HostPath.Path)
 			}
+			if v.HostPath.Path == podResourcesDir && (v.HostPath.Type == nil || *v.HostPath.Type != corev1.HostPathDirectory) {
+				t.Errorf("%s: %s must be Directory (the kubelet's)", ds.Name, v.HostPath.Path)
+			}
 		}
 	}
 	slices.Sort(hostPaths)
-	if want := []string{ownDir, "/var/lib/kubelet/plugins_registry", cdiDir}; !slices.Equal(hostPaths, want) || len(mounts) != 3 {
+	want := []string{ownDir, "/var/lib/kubelet/plugins_registry", cdiDir}
+	if podResources {
+		want = append(want, podResourcesDir)
+	}
+	slices.Sort(want)
+	if !slices.Equal(hostPaths, want) || len(mounts) != len(want) {
 		t.Errorf("%s: host paths %v (mounts %v), want exactly %v", ds.Name, hostPaths, mounts, want)
 	}
 }

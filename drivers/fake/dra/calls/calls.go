@@ -36,6 +36,10 @@ const (
 	NotPrepared Outcome = "NotPrepared"
 	// Failed: the driver returned an error for the claim.
 	Failed Outcome = "Failed"
+	// Omitted: the driver left the claim out of its NodePrepareResources
+	// response (an Omit fault): the kubelet got neither devices nor an
+	// error for it, and the claim is not prepared.
+	Omitted Outcome = "Omitted"
 )
 
 // Device is one allocated device the call was about.
@@ -55,7 +59,12 @@ type Call struct {
 	ClaimUID       string    `json:"claimUID"`
 	// Attempt counts calls of this method for this claim since the driver
 	// started, starting at 1.
-	Attempt int      `json:"attempt"`
+	Attempt int `json:"attempt"`
+	// Request numbers the gRPC calls the driver served (prepare and
+	// unprepare together, from 1 since it started): the records of the
+	// claims the kubelet batched into one call share it, so a spec can
+	// tell what one response held.
+	Request int      `json:"request,omitempty"`
 	Devices []Device `json:"devices,omitempty"`
 	Outcome Outcome  `json:"outcome"`
 	// Classification of a failure, e.g. "permanent/DeviceFailed",
@@ -79,6 +88,7 @@ type Summary struct {
 	PrepareFailed      int `json:"prepareFailed"`
 	PrepareSucceeded   int `json:"prepareSucceeded"`
 	PrepareRepeated    int `json:"prepareRepeated"`
+	PrepareOmitted     int `json:"prepareOmitted"`
 	UnprepareCalls     int `json:"unprepareCalls"`
 	UnprepareFailed    int `json:"unprepareFailed"`
 	UnprepareSucceeded int `json:"unprepareSucceeded"`
@@ -103,6 +113,8 @@ func (s *Summary) add(c Call) {
 		s.PrepareSucceeded++
 	case AlreadyPrepared:
 		s.PrepareRepeated++
+	case Omitted:
+		s.PrepareOmitted++
 	case Unprepared:
 		s.UnprepareSucceeded++
 	case NotPrepared:

@@ -25,6 +25,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/podresources"
 )
 
 // Driver is one of the fake drivers of fixtures/dra.
@@ -149,6 +150,19 @@ func (n Node) Service(ctx context.Context) (driver.ServiceState, error) {
 	var out driver.ServiceState
 	err := n.get(ctx, "/service", nil, &out)
 	return out, err
+}
+
+// PodResources returns what the kubelet of the node says about a pod in
+// faultline's namespaces (GET /podresources: its PodResources API, Get):
+// each container's claims with the devices and CDI IDs the kubelet holds
+// for them, duplicates included. Only the first driver reads the kubelet's
+// socket (daemonset.yaml.tmpl).
+func (n Node) PodResources(ctx context.Context, namespace, pod string) (*podresources.Pod, error) {
+	var out podresources.Pod
+	if err := n.get(ctx, "/podresources", map[string]string{"namespace": namespace, "pod": pod}, &out); err != nil {
+		return nil, fmt.Errorf("%s on %s: %w", n.Driver.Name, n.Name, err)
+	}
+	return &out, nil
 }
 
 // FailDevice breaks a device now (POST /devices/fail): taint with effect

@@ -17,10 +17,12 @@ import (
 	"k8s.io/utils/ptr"
 
 	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/podresources"
 )
 
 // What the client hands a driver in a claim's configuration, the driver's
@@ -103,6 +105,13 @@ func TestControlsThroughPortForwards(t *testing.T) {
 	mux.HandleFunc("GET /healthstream", func(w http.ResponseWriter, r *http.Request) {
 		reply(w, []driver.StreamEvent{{Event: driver.StreamOpened}, {Event: driver.StreamDropped, ClaimUID: "uid-1", Streams: 1}})
 	})
+	mux.HandleFunc("GET /podresources", func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("namespace") != "ns" {
+			http.Error(w, "only pods in faultline's namespaces", http.StatusForbidden)
+			return
+		}
+		reply(w, podresources.Pod{Namespace: "ns", Name: r.URL.Query().Get("pod")})
+	})
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
 	pods := podproxy.NewPodsWith(fake.NewClientset(pod), func(_ context.Context, p *v1.Pod, port int) (string, func(), <-chan struct{}, error) {
@@ -110,7 +119,7 @@ func TestControlsThroughPortForwards(t *testing.T) {
 			return "", nil, nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
 		}
 		return srv.Listener.Addr().String(), func() {}, nil, nil
-	})
+	}, control.Token{})
 	ctx := context.Background()
 	drivers := client.New(pods, "dra")
 	node := drivers.On("node-1", client.First)
@@ -134,6 +143,12 @@ func TestControlsThroughPortForwards(t *testing.T) {
 	}
 	if events, err := node.HealthStream(ctx); err != nil || len(events) != 2 || events[1].Event != driver.StreamDropped || events[1].ClaimUID != "uid-1" {
 		t.Errorf("health stream: %+v, %v", events, err)
+	}
+	if p, err := node.PodResources(ctx, "ns", "p"); err != nil || p.Namespace != "ns" || p.Name != "p" {
+		t.Errorf("pod resources: %+v, %v", p, err)
+	}
+	if _, err := node.PodResources(ctx, "other", "p"); err == nil || !strings.Contains(err.Error(), "faultline's namespaces") || !strings.Contains(err.Error(), client.First.Name) {
+		t.Errorf("a refused pod resources read must say why and which driver: %v", err)
 	}
 	if pods, err := drivers.Pods(ctx, client.First); err != nil || len(pods) != 1 {
 		t.Errorf("pods: %v, %v", pods, err)

@@ -88,6 +88,9 @@ type Driver struct {
 
 	mu     sync.Mutex
 	claims map[types.UID]*claimState
+	// requests counts the prepare and unprepare gRPC calls served
+	// (calls.Call.Request).
+	requests int
 }
 
 var (

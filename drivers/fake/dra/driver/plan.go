@@ -195,6 +195,19 @@ func firesOn(f faultspec.Fault, attempt int) bool {
 	return n == 0 || attempt <= n
 }
 
+// omits reports whether an Omit fault of any target leaves the claim out
+// of the response to attempt.
+func omits(targets []target, attempt int) bool {
+	for _, t := range targets {
+		for _, f := range t.prepare {
+			if f.Type == faultspec.Omit && attempt <= f.CountOrZero() {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // failuresFor evaluates the non-stall faults of every target for attempt.
 func failuresFor(targets []target, faultsOf func(target) []faultspec.Fault, attempt int, withBadConfig bool) []deviceFailure {
 	var out []deviceFailure
@@ -267,7 +280,7 @@ func overall(failures []deviceFailure) (label string, permanent bool) {
 
 // newCallRecord starts the call record of one claim in a prepare or unprepare
 // call; stalled is how long the call stalled when a fault asked for longest.
-func newCallRecord(method calls.Method, namespace, name string, uid types.UID, attempt int, p *plan, longest, stalled time.Duration) calls.Call {
+func newCallRecord(method calls.Method, namespace, name string, uid types.UID, attempt, request int, p *plan, longest, stalled time.Duration) calls.Call {
 	rec := calls.Call{
 		Time:           time.Now(),
 		Method:         method,
@@ -275,6 +288,7 @@ func newCallRecord(method calls.Method, namespace, name string, uid types.UID, a
 		ClaimName:      name,
 		ClaimUID:       string(uid),
 		Attempt:        attempt,
+		Request:        request,
 		Devices:        p.devices(),
 		Warnings:       p.warnings,
 	}

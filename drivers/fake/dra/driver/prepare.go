@@ -28,7 +28,10 @@ func unprepareFaults(t target) []faultspec.Fault { return t.unprepare }
 
 // PrepareResourceClaims implements kubeletplugin.DRAPlugin. The kubelet
 // batches all claims of a pod for this driver into one call; each claim gets
-// its own result and its own call record.
+// its own result and its own call record. A claim an Omit fault leaves out
+// gets no result: kubeletplugin (v0.36.3, NodePrepareResources) copies the
+// result map into the gRPC response as it is, adding nothing for a claim
+// that is missing.
 func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceapi.ResourceClaim) (map[types.UID]kubeletplugin.PrepareResult, error) {
 	type work struct {
 		claim   *resourceapi.ResourceClaim
@@ -46,6 +49,8 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	}
 	works := make([]*work, 0, len(claims))
 	d.mu.Lock()
+	d.requests++
+	request := d.requests
 	for i, claim := range claims {
 		st := d.state(claim.UID, claim.Namespace, claim.Name)
 		st.attempts[calls.Prepare]++
@@ -54,7 +59,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	}
 	d.mu.Unlock()
 	for _, w := range works {
-		w.end = d.begin(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt)
+		w.end = d.begin(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, request)
 	}
 
 	// Service faults fire at a claim's first prepare, before anything
@@ -68,7 +73,7 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 			break
 		}
 		for _, w := range works {
-			rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, w.plan, 0, 0)
+			rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, request, w.plan, 0, 0)
 			rec.Outcome, rec.Classification, rec.Error = calls.Failed, "unanswered", text
 			d.record(ctx, rec, w.end)
 		}
@@ -89,7 +94,15 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 	defer cancel()
 	results := make(map[types.UID]kubeletplugin.PrepareResult, len(works))
 	for _, w := range works {
-		rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, w.plan, longest, stalled)
+		rec := newCallRecord(calls.Prepare, w.claim.Namespace, w.claim.Name, w.claim.UID, w.attempt, request, w.plan, longest, stalled)
+		if omits(w.plan.targets, w.attempt) {
+			// No result at all for the claim: the kubelet takes in the
+			// other claims' results and fails the attempt. Nothing is
+			// prepared, written or published for it.
+			rec.Outcome = calls.Omitted
+			d.record(ctx, rec, w.end)
+			continue
+		}
 		failures := failuresFor(w.plan.targets, prepareFaults, w.attempt, true)
 		failures = append(failures, d.brokenDeviceFailures(w.plan.targets)...)
 		if interrupted && len(w.stalled) > 0 {
@@ -227,9 +240,9 @@ func (d *Driver) breakDevices(ctx context.Context, namespace, name string, uid t
 
 // begin notes a call for one claim as in progress in the record (GET
 // /calls: inProgress) until the returned end records its outcome.
-func (d *Driver) begin(method calls.Method, namespace, name string, uid types.UID, attempt int) func(calls.Call) {
+func (d *Driver) begin(method calls.Method, namespace, name string, uid types.UID, attempt, request int) func(calls.Call) {
 	return d.recorder.Begin(calls.Call{
-		Time: time.Now(), Method: method, ClaimNamespace: namespace, ClaimName: name, ClaimUID: string(uid), Attempt: attempt,
+		Time: time.Now(), Method: method, ClaimNamespace: namespace, ClaimName: name, ClaimUID: string(uid), Attempt: attempt, Request: request,
 	})
 }
 
@@ -244,7 +257,7 @@ func (d *Driver) record(ctx context.Context, c calls.Call, end func(calls.Call))
 	}
 	kv := []any{
 		"method", c.Method, "claim", klog.KRef(c.ClaimNamespace, c.ClaimName), "claimUID", c.ClaimUID,
-		"attempt", c.Attempt, "devices", strings.Join(devs, ","), "outcome", c.Outcome,
+		"attempt", c.Attempt, "request", c.Request, "devices", strings.Join(devs, ","), "outcome", c.Outcome,
 	}
 	if c.Stalled != "" {
 		kv = append(kv, "stalled", c.Stalled)

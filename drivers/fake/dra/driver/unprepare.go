@@ -28,6 +28,8 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	}
 	works := make([]*work, 0, len(claims))
 	d.mu.Lock()
+	d.requests++
+	request := d.requests
 	for _, ref := range claims {
 		st := d.state(ref.UID, ref.Namespace, ref.Name)
 		st.attempts[calls.Unprepare]++
@@ -35,7 +37,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	}
 	d.mu.Unlock()
 	for _, w := range works {
-		w.end = d.begin(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt)
+		w.end = d.begin(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt, request)
 	}
 
 	for _, w := range works {
@@ -56,7 +58,7 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 	defer cancel()
 	results := make(map[types.UID]error, len(works))
 	for _, w := range works {
-		rec := newCallRecord(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt, w.plan, longest, stalled)
+		rec := newCallRecord(calls.Unprepare, w.ref.Namespace, w.ref.Name, w.ref.UID, w.attempt, request, w.plan, longest, stalled)
 		// An invalid spec only fails prepare: failing unprepare too would
 		// leave the pod stuck in Terminating for ever.
 		failures := failuresFor(w.plan.targets, unprepareFaults, w.attempt, false)

@@ -150,6 +150,18 @@ const (
 	// Count limits it to the first Count calls (0 or absent: every call).
 	// A call that survives the stall continues with the other faults.
 	Stall Type = "Stall"
+	// Omit leaves the claim out of the NodePrepareResources response for
+	// the first Count calls (required, >= 1): no result at all, neither
+	// devices nor an error, as a driver that lost track of a claim would
+	// answer. The kubelet then fails the attempt for the pod ("skipped N
+	// ResourceClaims") after taking in the results of the other claims of
+	// the call, and retries; that is how a partly failed prepare is made
+	// deterministically (kubernetes#140274). Prepare only. The claim as a
+	// whole is left out, so devices and message are not allowed; the
+	// claim's other faults do not act on a call that omits it, but a
+	// Stall still holds the call as a whole. An omitting call counts as an
+	// attempt.
+	Omit Type = "Omit"
 )
 
 // deviceName is what Kubernetes allows as a device name: a DNS label.
@@ -182,7 +194,8 @@ type Fault struct {
 	// Devices limits the fault to these device names (e.g. dev-1). Empty:
 	// every device of the requests the config entry is scoped to.
 	Devices []string `json:"devices,omitempty"`
-	// Count: Transient: how many calls fail (required, 1..MaxCount). Stall
+	// Count: Transient: how many calls fail (required, 1..MaxCount). Omit:
+	// how many calls leave the claim out (required, 1..MaxCount). Stall
 	// and Unclassified: only the first Count calls (0: every call; on
 	// unprepare required, >= 1). Not allowed for Permanent, which fails
 	// every call.
@@ -403,11 +416,11 @@ func (f Fault) validate(path string, unprepare bool) []string {
 	}
 
 	switch f.Type {
-	case Transient, Permanent, Unclassified, Stall:
+	case Transient, Permanent, Unclassified, Stall, Omit:
 	case "":
-		add("type", "required, one of Transient, Permanent, Unclassified, Stall")
+		add("type", "required, one of Transient, Permanent, Unclassified, Stall, Omit")
 	default:
-		add("type", "unknown fault type %q, want one of Transient, Permanent, Unclassified, Stall", f.Type)
+		add("type", "unknown fault type %q, want one of Transient, Permanent, Unclassified, Stall, Omit", f.Type)
 	}
 
 	if f.Count != nil && *f.Count < 0 {
@@ -427,6 +440,21 @@ func (f Fault) validate(path string, unprepare bool) []string {
 				"so the pod would stay Terminating for ever; use Transient with a count")
 		} else if f.Count != nil {
 			add("count", "not allowed for Permanent, which fails every call")
+		}
+	case Omit:
+		switch {
+		case unprepare:
+			add("type", "Omit is only for prepare")
+		case f.Count == nil || *f.Count == 0:
+			add("count", "required for Omit: how many calls leave the claim out of the response before one answers it (>= 1)")
+		}
+		// The claim is left out as a whole, and nothing is said to the
+		// kubelet about it.
+		if len(f.Devices) > 0 {
+			add("devices", "not allowed for Omit, which leaves the whole claim out of the response")
+		}
+		if f.Message != "" {
+			add("message", "not allowed for Omit, which returns nothing for the claim")
 		}
 	case Unclassified, Stall:
 		if unprepare && (f.Count == nil || *f.Count == 0) {

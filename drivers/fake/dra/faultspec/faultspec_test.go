@@ -34,6 +34,10 @@ func TestParseValid(t *testing.T) {
 	if (Fault{Type: Permanent, Reason: DeviceFailed}).Effect() != TaintNoExecute {
 		t.Errorf("default effect must be NoExecute")
 	}
+	spec, err = Parse([]byte(`{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","prepare":[{"type":"Omit","count":1}],"cdi":{"hook":true}}`))
+	if err != nil || len(spec.Prepare) != 1 || spec.Prepare[0].Type != Omit || spec.Prepare[0].CountOrZero() != 1 {
+		t.Errorf("omit: %+v, %v", spec, err)
+	}
 }
 
 func TestParseHealthAndCDI(t *testing.T) {
@@ -131,6 +135,16 @@ func TestParseInvalid(t *testing.T) {
 		"service fault as health": {`{` + head + `,"health":[{"type":"Unresponsive"}]}`, []string{`health[0].type: unknown health fault type "Unresponsive"`}},
 		"cdi not an object":       {`{` + head + `,"cdi":true}`, []string{"parameters:", "cdi"}},
 		"cdi hook type":           {`{` + head + `,"cdi":{"hook":"yes"}}`, []string{"parameters:", "hook"}},
+		"omit no count":           {`{` + head + `,"prepare":[{"type":"Omit"}]}`, []string{`prepare[0].count: required for Omit`}},
+		"omit zero count":         {`{` + head + `,"prepare":[{"type":"Omit","count":0}]}`, []string{`prepare[0].count: required for Omit`}},
+		"omit over the cap":       {`{` + head + `,"prepare":[{"type":"Omit","count":1001}]}`, []string{`prepare[0].count: 1001 is more than the cap of 1000`}},
+		"omit on unprepare":       {`{` + head + `,"unprepare":[{"type":"Omit","count":1}]}`, []string{`unprepare[0].type: Omit is only for prepare`}},
+		"omit devices":            {`{` + head + `,"prepare":[{"type":"Omit","count":1,"devices":["dev-0"]}]}`, []string{`prepare[0].devices: not allowed for Omit`}},
+		"omit message":            {`{` + head + `,"prepare":[{"type":"Omit","count":1,"message":"gone"}]}`, []string{`prepare[0].message: not allowed for Omit`}},
+		"omit reason":             {`{` + head + `,"prepare":[{"type":"Omit","count":1,"reason":"DeviceFailed"}]}`, []string{`prepare[0].reason: only allowed for Permanent`}},
+		"omit duration":           {`{` + head + `,"prepare":[{"type":"Omit","count":1,"duration":"1s"}]}`, []string{`prepare[0].duration: only allowed for Stall`}},
+		"omit lower case":         {`{` + head + `,"prepare":[{"type":"omit","count":1}]}`, []string{`prepare[0].type: unknown fault type "omit"`}},
+		"omit as a service fault": {`{` + head + `,"service":[{"type":"Omit","duration":"1m"}]}`, []string{`service[0].type: unknown service fault type "Omit"`}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse([]byte(tc.raw))
@@ -170,6 +184,8 @@ func TestSuitesFaultSpecsValid(t *testing.T) {
 		"stream drop once":        {Health: []HealthFault{{Type: StreamDrop}}},
 		"unresponsive":            {Service: []ServiceFault{{Type: Unresponsive, Duration: (90 * time.Second).String()}}},
 		"unresponsive at the cap": {Service: []ServiceFault{{Type: Unresponsive, Duration: MaxUnresponsive.String()}}},
+		"omit once with cdi":      {Prepare: []Fault{{Type: Omit, Count: &one}}, CDI: &CDI{Hook: true}},
+		"omit at the cap":         {Prepare: []Fault{{Type: Omit, Count: ptrTo(MaxCount)}}},
 	} {
 		spec.APIVersion, spec.Kind = APIVersion, Kind
 		raw, err := json.Marshal(spec)

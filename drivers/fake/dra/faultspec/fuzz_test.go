@@ -16,7 +16,8 @@ const maxParameters = 10 << 10
 // an *InvalidError; an accepted FaultSpec satisfies the rules (stalls within
 // MaxStall, counts within MaxCount, unprepare faults that end, device names
 // valid and unique, health faults of a known type down for at most
-// MaxStreamDown) and re-marshals and re-parses to the same value.
+// MaxStreamDown, Omit on prepare only, with a count and for the whole
+// claim) and re-marshals and re-parses to the same value.
 func FuzzParse(f *testing.F) {
 	const head = `"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec"`
 	for _, s := range []string{
@@ -48,6 +49,8 @@ func FuzzParse(f *testing.F) {
 		`{` + head + `,"service":[],"health":[]}`,
 		`{` + head + `,"cdi":{"hook":false},"cdi":{"hook":true}}`,
 		`{` + head + `,"cdi":[]}`,
+		`{` + head + `,"prepare":[{"type":"Omit","count":1},{"type":"Transient","count":1}],"cdi":{"hook":true}}`,
+		`{` + head + `,"prepare":[{"type":"Omit","count":0,"devices":["dev-0"],"message":"x"}],"unprepare":[{"type":"Omit","count":1}]}`,
 		`{"apiVersion":"v1"}`, `null`, `[]`, `"x"`, ``, `{`, `{}`,
 	} {
 		f.Add([]byte(s))
@@ -93,6 +96,9 @@ func checkInvariants(t *testing.T, spec *FaultSpec) {
 			}
 			if phase == "unprepare" && (f.Type == Permanent || f.CountOrZero() == 0) {
 				t.Errorf("unprepare[%d]: a fault that never ends accepted: %+v", i, f)
+			}
+			if f.Type == Omit && (phase != "prepare" || f.CountOrZero() == 0 || len(f.Devices) > 0 || f.Message != "") {
+				t.Errorf("%s[%d]: omit accepted: %+v", phase, i, f)
 			}
 			for j, d := range f.Devices {
 				if d == "" || strings.TrimSpace(d) != d || slices.Index(f.Devices, d) != j || !deviceName.MatchString(d) {

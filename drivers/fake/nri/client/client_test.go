@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/client"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
@@ -59,7 +60,7 @@ func pods(t *testing.T) *podproxy.Pods {
 			return "", nil, nil, fmt.Errorf("nothing listens on %s:%d", p.Name, port)
 		}
 		return s.Listener.Addr().String(), func() {}, nil, nil
-	})
+	}, control.Token{})
 }
 
 func labelsOf(t *testing.T, selector string) map[string]string {

@@ -2,9 +2,11 @@
 // a DaemonSet, publishes --devices fake devices per node and injects the
 // failures that each ResourceClaim declares in its opaque FaultSpec config.
 //
-// HTTP (--http-address, loopback only: it has no authentication, so
-// nothing on the pod network may reach it; tests reach it through
-// port-forward, the readiness probe through /usr/local/bin/probe):
+// HTTP (--http-address, loopback only, so nothing on the pod network may
+// reach it; tests reach it through port-forward, the readiness probe through
+// /usr/local/bin/probe). Every request but GET /healthz must carry the run's
+// control token (--control-token-sha256, package control): pods/portforward
+// is in the built-in edit and admin roles.
 //
 //	GET  /healthz              200 once the kubelet registered the plugin
 //	GET  /calls[?claimUID=U]   call record and per-claim summary (JSON)
@@ -19,6 +21,11 @@
 //	GET  /service              the DRA service: answering now, and when an
 //	                           Unresponsive fault stopped it and it started
 //	                           again (JSON)
+//	GET  /podresources?namespace=NS&pod=P
+//	                           the kubelet's PodResources Get for a pod in
+//	                           faultline's namespaces: its containers'
+//	                           claims, devices and CDI IDs as the kubelet
+//	                           holds them (JSON; --pod-resources-socket)
 //
 // Two subcommands run inside a test container (the fakes image holds this
 // binary), for claims whose FaultSpec asks for CDI devices:
@@ -48,8 +55,10 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
+	"github.com/faultline-k8s/faultline/drivers/fake/dra/podresources"
 	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
@@ -78,6 +87,8 @@ func main() {
 		claimStatus    = flag.Bool("claim-status", true, "write per-device conditions into ResourceClaim status.devices")
 		cdiDir         = flag.String("cdi-dir", "", "the runtime's CDI spec directory (e.g. /var/run/cdi), for claims whose FaultSpec asks for CDI devices; empty: such claims fail to prepare")
 		cdiHookPath    = flag.String("cdi-hook-path", driver.DefaultCDIHookPath, "the CDI devices' startContainer hook binary (this binary) as test containers see it")
+		tokenHash      = flag.String(control.Flag, "", control.FlagUsage)
+		podResources   = flag.String("pod-resources-socket", "", "the kubelet's PodResources socket (e.g. "+podresources.DefaultSocket+"), read for GET /podresources; empty: that endpoint answers 501")
 	)
 	flag.Parse()
 	if err := loopbackOnly(*httpAddress); err != nil {
@@ -89,7 +100,7 @@ func main() {
 		driverName: *driverName, nodeName: *nodeName, devices: *devices, httpAddress: *httpAddress,
 		pluginDataDir: *pluginDataDir, registrarDir: *registrarDir, kubeconfig: *kubeconfig,
 		healthInterval: *healthInterval, gcInterval: *gcInterval, claimStatus: *claimStatus,
-		cdiDir: *cdiDir, cdiHookPath: *cdiHookPath,
+		cdiDir: *cdiDir, cdiHookPath: *cdiHookPath, tokenHash: *tokenHash, podResourcesSocket: *podResources,
 	}); err != nil {
 		klog.ErrorS(err, "fake-dra-driver failed")
 		klog.Flush()
@@ -100,7 +111,7 @@ func main() {
 
 type config struct {
 	driverName, nodeName, httpAddress, pluginDataDir, registrarDir, kubeconfig string
-	cdiDir, cdiHookPath                                                        string
+	cdiDir, cdiHookPath, tokenHash, podResourcesSocket                         string
 	devices                                                                    int
 	healthInterval, gcInterval                                                 time.Duration
 	claimStatus                                                                bool
@@ -112,8 +123,7 @@ type config struct {
 }
 
 // loopbackOnly refuses an --http-address off the pod's loopback
-// (loopback.Check): the HTTP API breaks devices on request and has no
-// authentication.
+// (loopback.Check): the HTTP API breaks devices on request.
 func loopbackOnly(address string) error {
 	if err := loopback.Check(address); err != nil {
 		return fmt.Errorf("--http-address: %w", err)
@@ -127,6 +137,12 @@ func run(cfg config) error {
 	}
 	// main refused it already; checked here too because run is what listens.
 	if err := loopbackOnly(cfg.httpAddress); err != nil {
+		return err
+	}
+	verifier, err := control.NewVerifier(cfg.tokenHash, func(format string, args ...any) {
+		klog.InfoS(fmt.Sprintf(format, args...))
+	})
+	if err != nil {
 		return err
 	}
 	if cfg.pluginDataDir == "" {
@@ -199,6 +215,7 @@ func run(cfg config) error {
 	mux.Handle("/reset", drv.ResetHandler())
 	mux.Handle("/healthstream", drv.HealthStreamHandler())
 	mux.Handle("/service", drv.ServiceHandler())
+	mux.Handle("/podresources", podresources.Handler(cfg.podResourcesSocket, gate))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
 			return
@@ -217,7 +234,7 @@ func run(cfg config) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.httpAddress, err)
 	}
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: verifier.HTTP(mux), ReadHeaderTimeout: 10 * time.Second}
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- server.Serve(listener) }()
 	logger.Info("HTTP API listening", "address", listener.Addr().String())

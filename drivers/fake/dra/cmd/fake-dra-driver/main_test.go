@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -21,8 +22,12 @@ import (
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
 )
+
+// testToken is the run's control token in these tests.
+var testToken, _ = control.NewToken()
 
 // The whole binary minus flag parsing: readiness follows the kubelet's
 // registration answer, and SIGTERM shuts down cleanly, removing the sockets.
@@ -45,7 +50,7 @@ func TestRegistrationReadinessAndSIGTERM(t *testing.T) {
 		done <- run(config{
 			driverName: driver.DefaultDriverName, nodeName: "node-a", devices: 2, httpAddress: "127.0.0.1:0",
 			pluginDataDir: pluginDir, registrarDir: regDir, healthInterval: time.Second, gcInterval: time.Second,
-			claimStatus: true,
+			claimStatus: true, tokenHash: testToken.Hash(),
 			client:      fake.NewClientset(&corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-a"}}),
 			onListening: func(a string) { addr <- a },
 		})
@@ -60,8 +65,42 @@ func TestRegistrationReadinessAndSIGTERM(t *testing.T) {
 		t.Fatal("HTTP API did not come up")
 	}
 
+	// The readiness probe holds no token.
 	if code, body := get(t, base+"/healthz"); code != http.StatusServiceUnavailable || !strings.Contains(body, "waiting for the kubelet") {
 		t.Errorf("before registration: %d %q", code, body)
+	}
+	// Every control wants this run's token.
+	other, _ := control.NewToken()
+	for _, path := range []string{"/calls", "/devices", "/healthstream", "/service", "/podresources?namespace=ns&pod=p"} {
+		for who, auth := range map[string]string{"no token": "", "another run's token": other.Bearer(), "the hash": "Bearer " + testToken.Hash()} {
+			if code, _ := do(t, http.MethodGet, base+path, auth); code != http.StatusUnauthorized {
+				t.Errorf("GET %s with %s: %d, want 401", path, who, code)
+			}
+		}
+	}
+	for _, path := range []string{"/reset", "/devices/fail?device=dev-0", "/devices/repair?device=dev-0"} {
+		for who, auth := range map[string]string{"no token": "", "another run's token": other.Bearer()} {
+			if code, _ := do(t, http.MethodPost, base+path, auth); code != http.StatusUnauthorized {
+				t.Errorf("POST %s with %s: %d, want 401", path, who, code)
+			}
+		}
+	}
+	code, body := get(t, base+"/devices")
+	var devices []driver.DeviceState
+	if err := json.Unmarshal([]byte(body), &devices); code != http.StatusOK || err != nil || len(devices) != 2 {
+		t.Fatalf("GET /devices with the token: %d %s %v", code, body, err)
+	}
+	for _, d := range devices {
+		if !d.Healthy || d.Failure != nil {
+			t.Errorf("the refused POSTs must have broken nothing: %+v", d)
+		}
+	}
+	// Started without --pod-resources-socket (as the second driver is).
+	if code, body := get(t, base+"/podresources?namespace=ns&pod=p"); code != http.StatusNotImplemented || !strings.Contains(body, "--pod-resources-socket") {
+		t.Errorf("GET /podresources without a socket: %d %q", code, body)
+	}
+	if code, body := do(t, http.MethodPost, base+"/reset", testToken.Bearer()); code != http.StatusOK {
+		t.Errorf("POST /reset with the token: %d %s", code, body)
 	}
 
 	// Play the kubelet's part of the registration handshake.
@@ -115,9 +154,22 @@ func TestRegistrationReadinessAndSIGTERM(t *testing.T) {
 	}
 }
 
+// get reads url as the suite does, with the token.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
-	resp, err := http.Get(url)
+	return do(t, http.MethodGet, url, testToken.Bearer())
+}
+
+func do(t *testing.T, method, url, auth string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,8 +178,8 @@ func get(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// The HTTP API has no authentication: only loopback IPs are accepted, and
-// run refuses anything else before it listens.
+// The HTTP API breaks devices on request: only loopback IPs are accepted,
+// and run refuses anything else before it listens.
 func TestLoopbackOnly(t *testing.T) {
 	for addr, ok := range map[string]bool{
 		"127.0.0.1:8080":  true,
@@ -163,9 +215,21 @@ func TestCDIDirMustExist(t *testing.T) {
 	}
 	for _, dir := range []string{file, filepath.Join(t.TempDir(), "missing")} {
 		err := run(config{driverName: driver.DefaultDriverName, nodeName: "node-a", httpAddress: "127.0.0.1:0",
-			pluginDataDir: t.TempDir(), cdiDir: dir})
+			pluginDataDir: t.TempDir(), cdiDir: dir, tokenHash: testToken.Hash()})
 		if err == nil || !strings.Contains(err.Error(), "--cdi-dir "+dir) {
 			t.Errorf("%s: %v", dir, err)
+		}
+	}
+}
+
+// Without the control token's hash (or with a malformed one) the driver
+// does not start: its HTTP API would answer anyone who can port-forward.
+func TestRunWantsTheTokenHash(t *testing.T) {
+	for _, hash := range []string{"", "not-hex", testToken.Secret()[:10]} {
+		err := run(config{driverName: driver.DefaultDriverName, nodeName: "node-a", httpAddress: "127.0.0.1:0",
+			pluginDataDir: t.TempDir(), tokenHash: hash})
+		if err == nil || !strings.Contains(err.Error(), "--"+control.Flag) {
+			t.Errorf("hash %q: %v", hash, err)
 		}
 	}
 }

@@ -11,8 +11,10 @@
 // Every HTTP server listens on loopback only (127.0.0.1 by default; any
 // other --http-address is refused): the specs reach it through port
 // forwarding, and nothing on the pod network may read the records or the
-// runtime's state. Faults act only in the namespaces --allow-faults-in
-// allows.
+// runtime's state. A port-forward is open to anyone with the edit role in
+// the namespace, so every request but GET /healthz (the readiness probe's)
+// must also carry the run's control token (--control-token-sha256, package
+// control). Faults act only in the namespaces --allow-faults-in allows.
 package main
 
 import (
@@ -34,6 +36,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/counter"
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/plugin"
@@ -63,12 +66,18 @@ func runRuntimeState(args []string) int {
 		endpoint    = fs.String("cri-endpoint", "unix:///run/containerd/containerd.sock", "the runtime's CRI socket")
 		httpAddress = fs.String("http-address", defaultRuntimeStateAddress, "loopback address for GET /runtime and GET /healthz")
 		timeout     = fs.Duration("cri-timeout", 10*time.Second, "timeout of each CRI call")
+		tokenHash   = fs.String(control.Flag, "", control.FlagUsage)
 	)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := checkLoopback(*httpAddress); err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	verifier, err := newVerifier(*tokenHash, log)
+	if err != nil {
 		log.Error(err.Error())
 		return 2
 	}
@@ -83,7 +92,7 @@ func runRuntimeState(args []string) int {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
 	}
-	srv := &http.Server{Handler: runtimestate.Handler(client), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: runtimeStateHandler(verifier, client), ReadHeaderTimeout: 10 * time.Second}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	go func() {
@@ -115,6 +124,7 @@ func run() int {
 		keepConnected = flag.Bool("keep-connected", false, "failure policy: ask the runtime to keep this plugin after a request timeout (honoured by runtimes with NRI >= v0.12.4; older ones ignore it)")
 		reconnectMin  = flag.Duration("reconnect-min", 100*time.Millisecond, "first wait before reconnecting")
 		reconnectMax  = flag.Duration("reconnect-max", 5*time.Second, "longest wait between reconnects")
+		tokenHash     = flag.String(control.Flag, "", control.FlagUsage)
 	)
 	flag.Parse()
 
@@ -124,6 +134,11 @@ func run() int {
 		return 2
 	}
 	if err := checkLoopback(*httpAddress); err != nil {
+		log.Error(err.Error())
+		return 2
+	}
+	verifier, err := newVerifier(*tokenHash, log)
+	if err != nil {
 		log.Error(err.Error())
 		return 2
 	}
@@ -180,7 +195,7 @@ func run() int {
 		log.Error("cannot serve HTTP", "error", err)
 		return 1
 	}
-	srv := &http.Server{Handler: record.Handler(rec, p.Ready), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: pluginHandler(verifier, rec, p.Ready), ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			log.Error("HTTP server failed", "error", err)
@@ -209,6 +224,25 @@ func checkLoopback(addr string) error {
 		return fmt.Errorf("--http-address: %w", err)
 	}
 	return nil
+}
+
+// newVerifier checks the control token against --control-token-sha256,
+// which is required: without it anyone who may port-forward to the pod
+// could read the records. Refusals are logged as warnings.
+func newVerifier(hash string, log *slog.Logger) (*control.Verifier, error) {
+	return control.NewVerifier(hash, func(format string, args ...any) {
+		log.Warn(fmt.Sprintf(format, args...))
+	})
+}
+
+// pluginHandler serves an instance's record; only /healthz without the token.
+func pluginHandler(v *control.Verifier, rec *record.Recorder, ready func() error) http.Handler {
+	return v.HTTP(record.Handler(rec, ready))
+}
+
+// runtimeStateHandler serves the runtime's state; only /healthz without the token.
+func runtimeStateHandler(v *control.Verifier, client *runtimestate.Client) http.Handler {
+	return v.HTTP(runtimestate.Handler(client))
 }
 
 // parseAllowFaultsIn reads --allow-faults-in: "api" gives nil (ask the API

@@ -1,0 +1,258 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
+)
+
+func tokens(t *testing.T) (token, other control.Token, v *control.Verifier, refused func() []string) {
+	t.Helper()
+	token, err := control.NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ = control.NewToken()
+	var mu sync.Mutex
+	var lines []string
+	v, err = control.NewVerifier(token.Hash(), func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, fmt.Sprintf(format, args...))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return token, other, v, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), lines...)
+	}
+}
+
+// The HTTP side: the probe's /healthz without a token, everything else only
+// with this run's.
+func TestHTTPWantsTheControlToken(t *testing.T) {
+	token, other, v, refused := tokens(t)
+	dir := t.TempDir()
+	k := &kubeletProcess{name: "kubelet", proc: fakeProc(t, map[int][3]string{1: {"systemd", "S", "0"}, 120: {"kubelet", "S", "1"}})}
+	srv := httptest.NewServer(httpHandler(v, &runtimeProcess{socket: filepath.Join(dir, "none.sock"), name: "containerd", proc: "/proc"}, k, filepath.Join(dir, "none")))
+	defer srv.Close()
+	do := func(method, path, auth string) int {
+		t.Helper()
+		req, _ := http.NewRequest(method, srv.URL+path, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	// No runtime socket here: the probe sees 503, not 401.
+	if code := do(http.MethodGet, "/healthz", ""); code != http.StatusServiceUnavailable {
+		t.Errorf("GET /healthz without a token: %d, want the health answer (503)", code)
+	}
+	for _, c := range []struct{ method, path string }{
+		{http.MethodPost, "/restart-kubelet"}, {http.MethodPost, "/restart-runtime"},
+		{http.MethodGet, "/kubelet"}, {http.MethodGet, "/runtime"}, {http.MethodGet, "/oci-log"},
+	} {
+		for who, auth := range map[string]string{"no token": "", "another run's token": other.Bearer(), "the hash": "Bearer " + token.Hash()} {
+			if code := do(c.method, c.path, auth); code != http.StatusUnauthorized {
+				t.Errorf("%s %s with %s: %d, want 401", c.method, c.path, who, code)
+			}
+		}
+	}
+	if n := len(refused()); n != 15 {
+		t.Errorf("%d refusals logged, want 15", n)
+	}
+	if code := do(http.MethodGet, "/kubelet", token.Bearer()); code != http.StatusOK {
+		t.Errorf("GET /kubelet with the token: %d", code)
+	}
+	if code := do(http.MethodGet, "/oci-log", token.Bearer()); code != http.StatusOK {
+		t.Errorf("GET /oci-log with the token: %d", code)
+	}
+}
+
+// fakeRuntime answers CRI Version and the health service on a Unix socket,
+// and keeps the metadata of each call it gets.
+type fakeRuntime struct {
+	runtimeapi.UnimplementedRuntimeServiceServer
+	mu    sync.Mutex
+	calls []metadata.MD
+}
+
+func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
+	return &runtimeapi.VersionResponse{RuntimeName: "fake", RuntimeVersion: "1.2.3"}, nil
+}
+
+func (f *fakeRuntime) record(ctx context.Context) {
+	md, _ := metadata.FromIncomingContext(ctx)
+	f.mu.Lock()
+	f.calls = append(f.calls, md)
+	f.mu.Unlock()
+	_ = grpc.SetHeader(ctx, metadata.Pairs("x-runtime-header", "h"))
+	_ = grpc.SetTrailer(ctx, metadata.Pairs("x-runtime-trailer", "t"))
+}
+
+func (f *fakeRuntime) seen() []metadata.MD {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]metadata.MD(nil), f.calls...)
+}
+
+func (f *fakeRuntime) serve(t *testing.T, sock string) *grpc.Server {
+	t.Helper()
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			f.record(ctx)
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			f.record(ss.Context())
+			return h(srv, ss)
+		}))
+	runtimeapi.RegisterRuntimeServiceServer(s, f)
+	healthpb.RegisterHealthServer(s, health.NewServer())
+	go func() { _ = s.Serve(ln) }()
+	return s
+}
+
+// The CRI port passes every call on to the runtime only with this run's
+// token, which the runtime never sees; statuses, headers, trailers and
+// streams come back as the runtime sent them, and a restarted runtime is
+// reached again.
+func TestCRIProxy(t *testing.T) {
+	token, other, v, refused := tokens(t)
+	dir, err := os.MkdirTemp("", "relay") // short: Unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "cri.sock")
+	rt := &fakeRuntime{}
+	backendServer := rt.serve(t, sock)
+	defer func() { backendServer.Stop() }()
+
+	proxy, backend, err := newCRIProxy(sock, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = proxy.Serve(ln) }()
+	defer proxy.Stop()
+
+	dial := func(opts ...grpc.DialOption) *grpc.ClientConn {
+		t.Helper()
+		conn, err := grpc.NewClient(ln.Addr().String(), append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close() })
+		return conn
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// What a caller in the containerd namespace sends along.
+	callCtx := metadata.AppendToOutgoingContext(ctx, "containerd-namespace", "k8s.io")
+
+	for name, conn := range map[string]*grpc.ClientConn{
+		"no token":            dial(),
+		"another run's token": dial(grpc.WithPerRPCCredentials(other.PerRPCCredentials())),
+	} {
+		_, err := runtimeapi.NewRuntimeServiceClient(conn).Version(callCtx, &runtimeapi.VersionRequest{})
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s: CRI Version: %v, want Unauthenticated", name, err)
+		}
+		w, err := healthpb.NewHealthClient(conn).Watch(callCtx, &healthpb.HealthCheckRequest{})
+		if err == nil {
+			_, err = w.Recv()
+		}
+		if status.Code(err) != codes.Unauthenticated {
+			t.Errorf("%s: a stream: %v, want Unauthenticated", name, err)
+		}
+	}
+	if n := len(rt.seen()); n != 0 {
+		t.Errorf("the runtime got %d calls without the token", n)
+	}
+	if n := len(refused()); n != 4 {
+		t.Errorf("%d refusals logged, want 4", n)
+	}
+
+	conn := dial(grpc.WithPerRPCCredentials(token.PerRPCCredentials()))
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	var header, trailer metadata.MD
+	ver, err := cri.Version(callCtx, &runtimeapi.VersionRequest{}, grpc.Header(&header), grpc.Trailer(&trailer))
+	if err != nil || ver.GetRuntimeName() != "fake" || ver.GetRuntimeVersion() != "1.2.3" {
+		t.Fatalf("CRI Version with the token: %v %v", ver, err)
+	}
+	if strings.Join(header.Get("x-runtime-header"), ",") != "h" || len(trailer.Get("x-runtime-trailer")) != 1 {
+		t.Errorf("the runtime's header %v and trailer %v must come back", header, trailer)
+	}
+	seen := rt.seen()
+	if len(seen) != 1 || len(seen[0].Get(control.MetadataKey)) != 0 || strings.Join(seen[0].Get("containerd-namespace"), ",") != "k8s.io" {
+		t.Errorf("the runtime must see the caller's metadata without the token: %v", seen)
+	}
+	if _, err := cri.Status(callCtx, &runtimeapi.StatusRequest{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("the runtime's status must come back: %v", err)
+	}
+	health := healthpb.NewHealthClient(conn)
+	if _, err := health.Check(callCtx, &healthpb.HealthCheckRequest{Service: "nope"}); status.Code(err) != codes.NotFound {
+		t.Errorf("health of an unknown service: %v, want the runtime's NotFound", err)
+	}
+	w, err := health.Watch(callCtx, &healthpb.HealthCheckRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if msg, err := w.Recv(); err != nil || msg.GetStatus() != healthpb.HealthCheckResponse_SERVING {
+		t.Errorf("a server stream through the proxy: %v %v", msg, err)
+	}
+
+	// A runtime restart: the proxy reaches the new one within seconds.
+	backendServer.Stop()
+	_ = os.Remove(sock)
+	if _, err := cri.Version(callCtx, &runtimeapi.VersionRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("runtime down: %v, want Unavailable", err)
+	}
+	backendServer = (&fakeRuntime{}).serve(t, sock)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := cri.Version(callCtx, &runtimeapi.VersionRequest{})
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the restarted runtime is not reached: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -1,0 +1,140 @@
+package main
+
+// The relay's CRI port: a gRPC proxy, not a byte pipe, so that every call
+// can be checked for the run's control token (control.Verifier's
+// interceptors) before it reaches the runtime. It proxies any method of any
+// service (the CRI's, and containerd's own API the CRI suite also reads)
+// without knowing their messages: each message is passed on as the bytes
+// it arrived as, with the caller's metadata minus the token, and the
+// runtime's headers, trailers and status come back as they are.
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/control"
+)
+
+// maxMessage bounds one message either way; the endpoints keep their own
+// limits (the kubelet allows 16 MiB), so the proxy's must not be lower.
+const maxMessage = 64 << 20
+
+// frame is one message's bytes.
+type frame struct{ b []byte }
+
+// rawCodec passes frames through unchanged. It is named "proto" so that the
+// runtime sees the content type a CRI client sends.
+type rawCodec struct{}
+
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	f, ok := v.(*frame)
+	if !ok {
+		return nil, status.Errorf(codes.Internal, "relay: cannot send %T", v)
+	}
+	return f.b, nil
+}
+
+func (rawCodec) Unmarshal(data []byte, v any) error {
+	f, ok := v.(*frame)
+	if !ok {
+		return status.Errorf(codes.Internal, "relay: cannot receive into %T", v)
+	}
+	// data belongs to gRPC's buffer pool once Unmarshal returns.
+	f.b = append([]byte(nil), data...)
+	return nil
+}
+
+func (rawCodec) Name() string { return "proto" }
+
+// newCRIProxy serves gRPC on the relay's port and passes each call on to
+// the runtime's socket; v refuses calls without the token.
+func newCRIProxy(socket string, v *control.Verifier) (*grpc.Server, *grpc.ClientConn, error) {
+	backend, err := grpc.NewClient("unix://"+socket,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		// A restarted runtime must be reached again within a second or so,
+		// as a fresh dial per connection did (the CRI suite restarts it).
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
+			MinConnectTimeout: 5 * time.Second,
+		}))
+	if err != nil {
+		return nil, nil, err
+	}
+	p := &criProxy{backend: backend}
+	opts := append(v.ServerOptions(),
+		grpc.UnknownServiceHandler(p.handle),
+		grpc.ForceServerCodec(rawCodec{}),
+		grpc.MaxRecvMsgSize(maxMessage), grpc.MaxSendMsgSize(maxMessage))
+	return grpc.NewServer(opts...), backend, nil
+}
+
+type criProxy struct {
+	backend *grpc.ClientConn
+}
+
+// handle proxies one call of any kind (unary or streaming either way).
+func (p *criProxy) handle(_ any, in grpc.ServerStream) error {
+	method, ok := grpc.MethodFromServerStream(in)
+	if !ok {
+		return status.Error(codes.Internal, "relay: no method")
+	}
+	ctx, cancel := context.WithCancel(in.Context())
+	defer cancel()
+	md, _ := metadata.FromIncomingContext(in.Context())
+	md = md.Copy()
+	md.Delete(control.MetadataKey) // the token is for the relay, not the runtime
+	out, err := p.backend.NewStream(metadata.NewOutgoingContext(ctx, md),
+		&grpc.StreamDesc{ServerStreams: true, ClientStreams: true}, method)
+	if err != nil {
+		return err
+	}
+	// Caller to runtime. Its end (EOF) is the runtime's cue; a failure on
+	// either side ends the call through ctx or the runtime's answer.
+	go func() {
+		for {
+			f := &frame{}
+			if err := in.RecvMsg(f); err != nil {
+				if errors.Is(err, io.EOF) {
+					_ = out.CloseSend()
+				} else {
+					cancel()
+				}
+				return
+			}
+			if err := out.SendMsg(f); err != nil {
+				return // the runtime ended the call: its status comes from RecvMsg
+			}
+		}
+	}()
+	// Runtime to caller: the headers as soon as they come (a stream of
+	// events may send its first message much later), then the messages. A
+	// call that failed before any header gets its status from RecvMsg.
+	if h, err := out.Header(); err == nil && len(h) > 0 {
+		if err := in.SendHeader(h); err != nil {
+			return err
+		}
+	}
+	for {
+		f := &frame{}
+		if err := out.RecvMsg(f); err != nil {
+			in.SetTrailer(out.Trailer())
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+		if err := in.SendMsg(f); err != nil {
+			return err
+		}
+	}
+}
