@@ -8,9 +8,12 @@ import (
 	"strings"
 	"text/template"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
+	"github.com/faultline-k8s/faultline/preflight/access"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
 
@@ -53,7 +56,23 @@ func Manifest(name, registry, pullPolicy string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	rules, err := jobRules()
+	if err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
-	err = t.Execute(&out, map[string]string{"ConformanceImage": imageref.Conformance(registry), "PullPolicy": pullPolicy, "JUnitFile": ginkgorun.JUnitFile, "NotDisruptive": suitenames.NotDisruptive})
+	err = t.Execute(&out, map[string]string{"ConformanceImage": imageref.Conformance(registry), "PullPolicy": pullPolicy, "JUnitFile": ginkgorun.JUnitFile, "NotDisruptive": suitenames.NotDisruptive,
+		"JobName": access.Job, "JobRules": rules})
 	return out.Bytes(), err
+}
+
+// jobRules are the Job's ClusterRole rules as YAML: what the suites and
+// the fixture sets need (access.JobRules), so the role follows them.
+func jobRules() (string, error) {
+	rules, err := access.JobRules()
+	if err != nil {
+		return "", fmt.Errorf("the Job's ClusterRole: %w", err)
+	}
+	out, err := yaml.Marshal(rules)
+	return string(out), err
 }

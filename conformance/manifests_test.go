@@ -1,15 +1,18 @@
 package conformance
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
+	"github.com/faultline-k8s/faultline/preflight/access"
 )
 
 // TestManifestsNameThisBuildsImage: the Job and the sonobuoy plugin run
@@ -67,5 +70,73 @@ func TestManifestsNameThisBuildsImage(t *testing.T) {
 	}
 	if _, err := Manifest("helm", "", "Always"); err == nil {
 		t.Error("an unknown manifest must be refused")
+	}
+}
+
+// TestJobRBAC: the Job's service account is bound to a ClusterRole of its
+// own, not cluster-admin, whose rules are what the suites and the fixture
+// sets need (access.JobRules) and let the runner remove the role and the
+// binding, which the Job names to it (RemoveRBACEnv).
+func TestJobRBAC(t *testing.T) {
+	out, err := Manifest("job", "", "IfNotPresent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var role *rbacv1.ClusterRole
+	var binding *rbacv1.ClusterRoleBinding
+	var job *batchv1.Job
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var meta struct{ Kind string }
+		if err := sigsyaml.Unmarshal([]byte(doc), &meta); err != nil {
+			t.Fatal(err)
+		}
+		var into any
+		switch meta.Kind {
+		case "ClusterRole":
+			role = &rbacv1.ClusterRole{}
+			into = role
+		case "ClusterRoleBinding":
+			binding = &rbacv1.ClusterRoleBinding{}
+			into = binding
+		case "Job":
+			job = &batchv1.Job{}
+			into = job
+		default:
+			continue
+		}
+		if err := sigsyaml.UnmarshalStrict([]byte(doc), into); err != nil {
+			t.Fatalf("%s: %v", meta.Kind, err)
+		}
+	}
+	if role == nil || binding == nil || job == nil {
+		t.Fatalf("want a ClusterRole, a ClusterRoleBinding and a Job:\n%s", out)
+	}
+	want, err := access.JobRules()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if role.Name != access.Job || !reflect.DeepEqual(role.Rules, want) {
+		t.Errorf("ClusterRole %s does not hold access.JobRules", role.Name)
+	}
+	if binding.Name != access.Job || binding.RoleRef.Kind != "ClusterRole" || binding.RoleRef.Name != role.Name ||
+		len(binding.Subjects) != 1 || binding.Subjects[0].Name != job.Spec.Template.Spec.ServiceAccountName || binding.Subjects[0].Namespace != job.Namespace {
+		t.Errorf("the binding %s binds %+v to %+v, want the Job's service account to %s", binding.Name, binding.RoleRef, binding.Subjects, role.Name)
+	}
+	var remove string
+	for _, e := range job.Spec.Template.Spec.Containers[0].Env {
+		if e.Name == RemoveRBACEnv {
+			remove = e.Value
+		}
+	}
+	if remove != role.Name || remove != binding.Name {
+		t.Errorf("the Job's %s is %q, want %s: the runner removes the role and binding it names", RemoveRBACEnv, remove, role.Name)
+	}
+	for _, a := range access.JobSelfRemoval {
+		if a.Name != remove {
+			t.Errorf("the runner's self-removal asks %s, not of the Job's role %s", a, remove)
+		}
+	}
+	if strings.Contains(string(out), "cluster-admin\n") {
+		t.Error("the Job manifest still names cluster-admin")
 	}
 }

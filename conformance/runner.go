@@ -21,6 +21,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
@@ -52,6 +57,13 @@ type Config struct {
 	Kubeconfig string
 	// Ginkgo and TestBinary are the programs the image holds.
 	Ginkgo, TestBinary string
+	// RemoveRBAC names the ClusterRole and ClusterRoleBinding that grant
+	// this run its permissions, removed when the run ends (RemoveRBACEnv;
+	// empty: none).
+	RemoveRBAC string
+
+	// client connects to the cluster of a kubeconfig (tests stand in).
+	client func(kubeconfig string) (kubernetes.Interface, error)
 }
 
 // DefaultLabelFilter leaves out the specs that disrupt the node.
@@ -77,6 +89,7 @@ func FromEnv(getenv func(string) (string, bool)) (Config, error) {
 		Kubeconfig:      get("KUBECONFIG", ""),
 		Ginkgo:          get("FAULTLINE_GINKGO", "/usr/local/bin/ginkgo"),
 		TestBinary:      get("FAULTLINE_TEST", "/usr/local/bin/faultline.test"),
+		RemoveRBAC:      get(RemoveRBACEnv, ""),
 	}
 	var errs []string
 	// E2E_PARALLEL: as the conformance image takes it, "true"/"y" for
@@ -95,6 +108,11 @@ func FromEnv(getenv func(string) (string, bool)) (Config, error) {
 	}
 	if c.FakesImage == "" {
 		errs = append(errs, "FAULTLINE_FAKES_IMAGE is empty: unset it for this build's fakes image, or name one this cluster can pull")
+	}
+	if c.RemoveRBAC != "" {
+		if msgs := validation.IsDNS1123Subdomain(c.RemoveRBAC); len(msgs) > 0 {
+			errs = append(errs, fmt.Sprintf("%s=%q: want the name of the ClusterRole and ClusterRoleBinding to remove: %s", RemoveRBACEnv, c.RemoveRBAC, strings.Join(msgs, "; ")))
+		}
 	}
 	if len(errs) > 0 {
 		return c, errors.New(strings.Join(errs, "\n"))
@@ -123,7 +141,15 @@ func Run(ctx context.Context, c Config, out io.Writer) error {
 	if err := os.MkdirAll(c.ResultsDir, 0o755); err != nil {
 		return err
 	}
-	runErr := c.runSuites(ctx, out)
+	var runErr error
+	if c.Kubeconfig == "" {
+		c.Kubeconfig, runErr = WriteInClusterKubeconfig(filepath.Join(os.TempDir(), "faultline-kubeconfig"))
+	}
+	if runErr == nil {
+		runErr = c.runSuites(ctx, out)
+	}
+	// Before the report, whose outcome ends the pod's log.
+	c.removeOwnRBAC(ctx, out)
 	repErr := c.writeReport(out)
 	packErr := c.pack()
 	// A run that could not finish says so, not the verdicts: its exit code
@@ -138,13 +164,6 @@ func Run(ctx context.Context, c Config, out io.Writer) error {
 }
 
 func (c Config) runSuites(ctx context.Context, out io.Writer) error {
-	if c.Kubeconfig == "" {
-		kc, err := WriteInClusterKubeconfig(filepath.Join(os.TempDir(), "faultline-kubeconfig"))
-		if err != nil {
-			return err
-		}
-		c.Kubeconfig = kc
-	}
 	log, err := os.Create(filepath.Join(c.ResultsDir, LogFile))
 	if err != nil {
 		return err
@@ -158,6 +177,47 @@ func (c Config) runSuites(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	return nil // specs failed: the verdicts judge that
+}
+
+// removeAfter bounds removing the run's RBAC, also after the run was
+// cancelled (the pod is being stopped: its grace period is 30 s).
+const removeAfter = 20 * time.Second
+
+// removeOwnRBAC removes the ClusterRole and binding of RemoveRBAC
+// (RemoveOwnRBAC) and says so in the pod's log and e2e.log. A failure is
+// said loudly there and does not change the run's outcome: the results
+// stand, and the binding is for the user to remove.
+func (c Config) removeOwnRBAC(ctx context.Context, out io.Writer) {
+	if c.RemoveRBAC == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), removeAfter)
+	defer cancel()
+	connect := c.client
+	if connect == nil {
+		connect = clientFor
+	}
+	cs, err := connect(c.Kubeconfig)
+	if err == nil {
+		err = RemoveOwnRBAC(ctx, cs, c.RemoveRBAC)
+	}
+	msg := fmt.Sprintf("faultline: removed ClusterRole %s and (through the garbage collector) ClusterRoleBinding %s: this run's permissions end with it\n", c.RemoveRBAC, c.RemoveRBAC)
+	if err != nil {
+		msg = fmt.Sprintf("faultline: WARNING: this run's permissions are still granted (%v): remove them with kubectl delete clusterrolebinding,clusterrole %s\n", err, c.RemoveRBAC)
+	}
+	fmt.Fprint(out, msg)
+	if log, err := os.OpenFile(filepath.Join(c.ResultsDir, LogFile), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644); err == nil {
+		fmt.Fprint(log, msg)
+		log.Close()
+	}
+}
+
+func clientFor(kubeconfig string) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
 }
 
 // writeReport judges the run: the manifest names its one report, the
@@ -199,6 +259,10 @@ func (c Config) writeReport(out io.Writer) error {
 	}
 	fmt.Fprintf(out, "faultline: %s", strings.Join(lines, ""))
 	fmt.Fprintf(out, "\nfaultline: the verdict grid is in %s; the report in report.md, report.json and report.html\n", LogFile)
+	// An incomplete run (rep.Complete) is said in the outcome above and in
+	// the report, not in the exit code: sonobuoy and hydrophone read that as
+	// the plugin's status, and a cluster without faultline's node setup
+	// skips the CRI suite by design.
 	if !rep.OK() {
 		return fmt.Errorf("%w: %d verdict(s), %d setup failure(s)", verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures))
 	}

@@ -94,6 +94,10 @@ type Options struct {
 	// Expectations is a file or directory of expectations to judge by
 	// instead of the built-in ones (package expectations).
 	Expectations string
+	// AllowIncomplete accepts a run that checked less than it selected (a
+	// requirement skipped or inconclusive): it ends without
+	// verdicts.ErrIncomplete. The report says so either way.
+	AllowIncomplete bool
 	// SuiteArgs go to the test binary after the run's own.
 	SuiteArgs []string
 	// Out gets progress and the final table.

@@ -374,7 +374,8 @@ func (r *run) existingCluster(ctx context.Context) error {
 // writeReport writes the manifest (run.json) and judges the runs that wrote
 // a report: the grid on the terminal, report.md, report.json and
 // report.html. It returns verdicts.ErrUnexpected when a verdict is not what
-// the stack's expectations say.
+// the stack's expectations say, else verdicts.ErrIncomplete when a selected
+// requirement was not checked and AllowIncomplete is not set.
 func (r *run) writeReport(ctx context.Context) error {
 	o := r.opts
 	var stacks []verdicts.ManifestStack
@@ -409,9 +410,8 @@ func (r *run) writeReport(ctx context.Context) error {
 		return fmt.Errorf("report: %w", err)
 	}
 	r.screenshot(ctx)
-	if !rep.OK() {
-		return fmt.Errorf("%w: %d verdict(s) and %d setup failure(s) the expectations do not allow (%s)",
-			verdicts.ErrUnexpected, len(rep.Unexpected()), len(rep.SetupFailures), filepath.Join(o.Artifacts, report.MarkdownFile))
+	if err := rep.Err(o.AllowIncomplete); err != nil {
+		return fmt.Errorf("%w (%s)", err, filepath.Join(o.Artifacts, report.MarkdownFile))
 	}
 	return nil
 }

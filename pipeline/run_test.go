@@ -318,21 +318,22 @@ func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
 	for name, tc := range map[string]struct {
 		state       verdicts.State
 		requirement string
-		message     string
+		cause       string // the check the spec failed in; "": none (faultline's own)
 		unexpected  bool
 	}{
-		"expected failure":                 {verdicts.Fail, expected, "both failed, but the user is told about only one", false},
-		"expected failure of another kind": {verdicts.Fail, expected, "timed out waiting for the pod", true},
-		"expected failure passes":          {verdicts.Pass, expected, "", true},
-		"new failure":                      {verdicts.Fail, "DRA-TRANSIENT-RETRIED", "it failed", true},
-		"new skip on an own cluster":       {verdicts.Skipped, "DRA-TRANSIENT-RETRIED", "no handler", true},
-		"pass":                             {verdicts.Pass, "DRA-TRANSIENT-RETRIED", "", false},
+		"expected failure":                  {verdicts.Fail, expected, "claim-not-named", false},
+		"expected failure of another cause": {verdicts.Fail, expected, "not-running", true},
+		"expected failure, faultline's own": {verdicts.Fail, expected, "", true},
+		"expected failure passes":           {verdicts.Pass, expected, "", true},
+		"new failure":                       {verdicts.Fail, "DRA-TRANSIENT-RETRIED", "not-running", true},
+		"new skip on an own cluster":        {verdicts.Skipped, "DRA-TRANSIENT-RETRIED", "", true},
+		"pass":                              {verdicts.Pass, "DRA-TRANSIENT-RETRIED", "", false},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeBackend{specs: func(string, int) []types.SpecReport {
 				s := fakeSpec(tc.state, tc.requirement)
-				if tc.message != "" {
-					s.Failure.Message = tc.message
+				if tc.cause != "" {
+					s.ReportEntries = append(s.ReportEntries, verdicts.CauseMarkEntry(tc.cause))
 				}
 				return []types.SpecReport{s}
 			}}

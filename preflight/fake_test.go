@@ -21,6 +21,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/preflight/access"
 )
 
 // cluster describes a fake cluster for Run.
@@ -39,6 +40,10 @@ type cluster struct {
 	// kubeletGates, apiGates: the kubernetes_feature_enabled samples.
 	kubeletGates, apiGates map[string]bool
 	endpointsErr           error
+	// noVAP: ValidatingAdmissionPolicies not served.
+	noVAP bool
+	// objects are more objects in the cluster.
+	objects []runtime.Object
 }
 
 // kind is a faultline-made kind cluster on containerd: everything there.
@@ -146,14 +151,21 @@ func fakeClient(t *testing.T, c cluster) *fake.Clientset {
 		}
 		objects = append(objects, &v1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: facts.Namespace, Name: facts.Name}, Data: map[string]string{facts.Key: string(raw)}})
 	}
-	cs := fake.NewClientset(objects...)
+	cs := fake.NewClientset(append(objects, c.objects...)...)
 	disco := cs.Discovery().(*fakediscovery.FakeDiscovery)
 	disco.FakedServerVersion = &version.Info{GitVersion: "v1.36.3", Platform: "linux/amd64"}
 	disco.Resources = discovery(c.noDRA)
+	if c.noVAP {
+		for _, l := range disco.Resources {
+			if l.GroupVersion == "admissionregistration.k8s.io/v1" {
+				l.APIResources = nil
+			}
+		}
+	}
 	cs.PrependReactor("create", "selfsubjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
 		r := a.(k8stesting.CreateAction).GetObject().(*authzv1.SelfSubjectAccessReview).DeepCopy()
 		ra := r.Spec.ResourceAttributes
-		key := access{Verb: ra.Verb, Group: ra.Group, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name}.String()
+		key := access.Access{Verb: ra.Verb, Group: ra.Group, Resource: ra.Resource, Subresource: ra.Subresource, Name: ra.Name}.String()
 		r.Status.Allowed = !c.deny[key]
 		return true, r, nil
 	})

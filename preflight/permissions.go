@@ -3,6 +3,7 @@ package preflight
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -14,56 +15,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/preflight/access"
 	"github.com/faultline-k8s/faultline/suites/suitenames"
 )
-
-// access is one thing the suites do, asked as a SelfSubjectAccessReview.
-// Namespaced resources are asked with no namespace (every namespace): the
-// specs' namespaces are generated, so no narrower grant is enough.
-type access struct {
-	Verb, Group, Resource, Subresource, Name string
-}
-
-func (a access) String() string {
-	s := a.Verb + " "
-	if a.Group != "" {
-		s += a.Group + "/"
-	}
-	s += a.Resource
-	if a.Subresource != "" {
-		s += "/" + a.Subresource
-	}
-	if a.Name != "" {
-		s += " " + a.Name
-	}
-	return s
-}
-
-// specAccess is what every suite's specs do themselves (the fixtures' objects
-// are derived from fixtures/, fixtureAccess): namespaces and pods, logs,
-// events, port-forwards to the fakes and the fixtures' readiness probes
-// (pods/portforward), and the kubelet's /configz and /metrics through the
-// node proxy.
-var specAccess = []access{
-	{Verb: "create", Resource: "namespaces"},
-	{Verb: "delete", Resource: "namespaces"},
-	{Verb: "create", Resource: "pods"},
-	{Verb: "delete", Resource: "pods"},
-	{Verb: "get", Resource: "pods", Subresource: "log"},
-	{Verb: "create", Resource: "pods", Subresource: "portforward"},
-	{Verb: "list", Resource: "events"},
-	{Verb: "list", Resource: "nodes"},
-	{Verb: "get", Resource: "nodes", Subresource: "proxy"},
-}
-
-// draSpecAccess is what the DRA suite's specs create beyond that.
-var draSpecAccess = []access{
-	{Verb: "create", Group: "resource.k8s.io", Resource: "resourceclaims"},
-	{Verb: "create", Group: "resource.k8s.io", Resource: "resourceclaimtemplates"},
-	{Verb: "list", Group: "resource.k8s.io", Resource: "resourceslices"},
-	{Verb: "create", Group: "apps", Resource: "deployments"},
-}
 
 // who says as whom the reviews were asked (SelfSubjectReview); "" if the
 // server does not say.
@@ -78,7 +34,7 @@ func (c *checker) who(ctx context.Context) string {
 }
 
 // allowed asks the API server whether the caller may do a.
-func (c *checker) allowed(ctx context.Context, a access) (bool, error) {
+func (c *checker) allowed(ctx context.Context, a access.Access) (bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 	defer cancel()
 	r, err := c.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
@@ -94,7 +50,7 @@ func (c *checker) allowed(ctx context.Context, a access) (bool, error) {
 
 // review asks every access and returns the denied ones; err is the first
 // review that could not be asked.
-func (c *checker) review(ctx context.Context, list []access) (denied []string, err error) {
+func (c *checker) review(ctx context.Context, list []access.Access) (denied []string, err error) {
 	for _, a := range list {
 		ok, rerr := c.allowed(ctx, a)
 		if rerr != nil {
@@ -120,36 +76,123 @@ func accessCondition(name, what string, denied []string, err error, as string) C
 	return Condition{name, OK, "allowed" + as + ": " + what}
 }
 
-// permissions: the specs' own access, the DRA specs', and per fixture set
-// whether its objects' APIs are served and the caller may create them.
+// permissions: the specs' own access (access.Specs, and the scope specs'),
+// the DRA specs', and per fixture set whether its objects' APIs are served
+// and the caller may create them. The conformance Job's ClusterRole grants
+// the same lists (access.JobRules).
 func (c *checker) permissions(ctx context.Context) []Condition {
 	as := ""
 	if u := c.who(ctx); u != "" {
 		as = " (as " + u + ")"
 	}
-	denied, err := c.review(ctx, specAccess)
-	out := []Condition{accessCondition(CondPermissions, describeAccess(specAccess), denied, err, as)}
-	denied, err = c.review(ctx, draSpecAccess)
-	out = append(out, accessCondition(CondPermissionsDRA, describeAccess(draSpecAccess), denied, err, as))
+	specs := append(append([]access.Access(nil), access.Specs...), access.ScopeSpecs()...)
+	denied, err := c.review(ctx, specs)
+	out := []Condition{accessCondition(CondPermissions, describeAccess(specs), denied, err, as)}
+	denied, err = c.review(ctx, access.DRASpecs)
+	out = append(out, accessCondition(CondPermissionsDRA, describeAccess(access.DRASpecs), denied, err, as))
 	for _, set := range suitenames.All {
 		out = append(out, c.fixtureSet(ctx, set, as))
 	}
-	return out
+	return append(out, c.faultsLabel(ctx))
 }
 
-func describeAccess(list []access) string {
-	s := make([]string, len(list))
-	for i, a := range list {
-		s[i] = a.String()
+// CondFaultsLabel says who may open a namespace to faults on this cluster:
+// the label drivers/fake/scope.NamespaceLabel, which the fixture sets'
+// admission policies (access.FaultsLabelPolicy) let only requesters allowed
+// access.Arm set. It informs the reader; no requirement needs it.
+const CondFaultsLabel = "faults-label"
+
+const admissionGroupVersion = "admissionregistration.k8s.io/v1"
+
+// faultsLabel: whether the API server can enforce the fixture sets'
+// policies on the faults label, whether one is in effect now (they come and
+// go with the sets), and which namespaces carry the label without having
+// been made by faultline's specs: a policy cannot take a label back, so
+// faults would act in those while faultline's fakes run.
+func (c *checker) faultsLabel(ctx context.Context) Condition {
+	var policies []string
+	for _, set := range suitenames.All {
+		objects, err := fixtures.Render(set, access.RenderValues)
+		if err != nil {
+			return Condition{CondFaultsLabel, Unknown, fmt.Sprintf("render fixtures/%s: %v", set, err)}
+		}
+		for _, o := range objects {
+			if o.GetKind() == "ValidatingAdmissionPolicy" && o.GetName() == access.FaultsLabelPolicy(set) {
+				policies = append(policies, o.GetName())
+			}
+		}
 	}
-	return strings.Join(s, ", ")
+	who := fmt.Sprintf("only requesters allowed %s may set the label %s", access.Arm, scope.NamespaceLabel)
+	list, err := c.cs.Discovery().ServerResourcesForGroupVersion(admissionGroupVersion)
+	served := false
+	if err == nil {
+		for _, r := range list.APIResources {
+			served = served || r.Name == "validatingadmissionpolicies"
+		}
+	}
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return Condition{CondFaultsLabel, Unknown, fmt.Sprintf("discovery of %s: %v", admissionGroupVersion, err)}
+	case !served:
+		return Condition{CondFaultsLabel, Missing, fmt.Sprintf("%s does not serve ValidatingAdmissionPolicies: faultline's policies (%s), by which %s, cannot apply; anyone who may create or label a namespace can open it to faults",
+			admissionGroupVersion, strings.Join(policies, ", "), who)}
+	}
+
+	rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
+	defer cancel()
+	var inEffect []string
+	for _, name := range policies {
+		_, perr := c.cs.AdmissionregistrationV1().ValidatingAdmissionPolicies().Get(rctx, name, metav1.GetOptions{})
+		_, berr := c.cs.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Get(rctx, name, metav1.GetOptions{})
+		switch {
+		case perr == nil && berr == nil:
+			inEffect = append(inEffect, name)
+		case perr != nil && !apierrors.IsNotFound(perr):
+			return Condition{CondFaultsLabel, Unknown, fmt.Sprintf("read ValidatingAdmissionPolicy %s: %v", name, perr)}
+		case berr != nil && !apierrors.IsNotFound(berr):
+			return Condition{CondFaultsLabel, Unknown, fmt.Sprintf("read ValidatingAdmissionPolicyBinding %s: %v", name, berr)}
+		}
+	}
+	effect := "in effect now: " + strings.Join(inEffect, ", ")
+	if len(inEffect) == 0 {
+		effect = "none in effect now (each comes and goes with its fixture set: until then whoever may create or label a namespace can set it)"
+	}
+	reason := fmt.Sprintf("the fixture sets' policies (%s) make sure %s; %s", strings.Join(policies, ", "), who, effect)
+
+	nss, err := c.cs.CoreV1().Namespaces().List(rctx, metav1.ListOptions{LabelSelector: scope.NamespaceLabel})
+	if err != nil {
+		return Condition{CondFaultsLabel, Unknown, reason + "; the namespaces that carry the label cannot be listed: " + err.Error()}
+	}
+	var foreign []string
+	for _, ns := range nss.Items {
+		if ns.Annotations[fixtures.AppliedByAnnotation] != fixtures.SpecNamespaces {
+			foreign = append(foreign, ns.Name)
+		}
+	}
+	if len(foreign) > 0 {
+		sort.Strings(foreign)
+		return Condition{CondFaultsLabel, Missing, fmt.Sprintf("%s; but these namespaces carry %s and were not made by faultline's specs, so faults act in them while faultline's fakes run (remove the label): %s",
+			reason, scope.NamespaceLabel, strings.Join(foreign, ", "))}
+	}
+	if len(nss.Items) == 0 {
+		return Condition{CondFaultsLabel, OK, reason + "; no namespace carries the label"}
+	}
+	return Condition{CondFaultsLabel, OK, reason + fmt.Sprintf("; the %d namespace(s) that carry the label were made by faultline's specs", len(nss.Items))}
 }
 
-// fixtureValues fill the templates only so that they render: preflight
-// needs each object's kind and rules, not a deployable manifest.
-var fixtureValues = fixtures.Values{
-	Namespace: "faultline-preflight", Image: "preflight.invalid/fakes:none", PullPolicy: "IfNotPresent",
-	Extra: map[string]string{"CRISocketDir": "/run/containerd", "CRISocket": "containerd.sock", "RuntimeProcess": "containerd"},
+// describeAccess sums up granted accesses: how many, on what.
+func describeAccess(list []access.Access) string {
+	var on []string
+	for _, a := range list {
+		r := a.Resource
+		if a.Group != "" {
+			r = a.Group + "/" + r
+		}
+		if !slices.Contains(on, r) {
+			on = append(on, r)
+		}
+	}
+	return fmt.Sprintf("%d accesses (preflight/access) to %s", len(list), strings.Join(on, ", "))
 }
 
 // fixtureSet checks one set of fixtures/ as the suites would apply it: each
@@ -157,7 +200,7 @@ var fixtureValues = fixtures.Values{
 // escalation check also asks (hold the granted rules, or escalate/bind).
 func (c *checker) fixtureSet(ctx context.Context, set, as string) Condition {
 	name := CondFixtures(set)
-	objects, err := fixtures.Render(set, fixtureValues)
+	objects, err := fixtures.Render(set, access.RenderValues)
 	if err != nil {
 		return Condition{name, Unknown, fmt.Sprintf("render fixtures/%s: %v", set, err)}
 	}
@@ -186,15 +229,15 @@ func (c *checker) fixtureSet(ctx context.Context, set, as string) Condition {
 			}
 			continue
 		}
-		needs := []need{c.may(access{Verb: "create", Group: gvk.Group, Resource: res})}
+		needs := []need{c.may(access.Access{Verb: "create", Group: gvk.Group, Resource: res})}
 		switch gvk.Kind {
 		case "ClusterRole":
 			if role := roles[obj.GetName()]; role != nil {
-				needs = append(needs, c.holdsOr(role.Rules, access{Verb: "escalate", Group: rbacv1.GroupName, Resource: "clusterroles", Name: role.Name}))
+				needs = append(needs, c.holdsOr(role.Rules, access.Access{Verb: "escalate", Group: rbacv1.GroupName, Resource: "clusterroles", Name: role.Name}))
 			}
 		case "ClusterRoleBinding":
 			ref, _, _ := unstructured.NestedString(obj.Object, "roleRef", "name")
-			bind := access{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: ref}
+			bind := access.Access{Verb: "bind", Group: rbacv1.GroupName, Resource: "clusterroles", Name: ref}
 			if role := roles[ref]; role != nil {
 				needs = append(needs, c.holdsOr(role.Rules, bind))
 			} else {
@@ -238,14 +281,14 @@ type need struct {
 	check func(ctx context.Context) (bool, error)
 }
 
-func (c *checker) may(a access) need {
+func (c *checker) may(a access.Access) need {
 	return need{a.String(), func(ctx context.Context) (bool, error) { return c.allowed(ctx, a) }}
 }
 
 // holdsOr: whoever creates a ClusterRole, or a binding to one, must hold
 // every permission it grants, or may alt (escalate, bind): RBAC's
 // escalation check, which a create review alone does not ask.
-func (c *checker) holdsOr(rules []rbacv1.PolicyRule, alt access) need {
+func (c *checker) holdsOr(rules []rbacv1.PolicyRule, alt access.Access) need {
 	return need{alt.String() + " (or hold every permission it grants)", func(ctx context.Context) (bool, error) {
 		held, err := c.holds(ctx, rules)
 		if err != nil || held {
@@ -256,23 +299,10 @@ func (c *checker) holdsOr(rules []rbacv1.PolicyRule, alt access) need {
 }
 
 func (c *checker) holds(ctx context.Context, rules []rbacv1.PolicyRule) (bool, error) {
-	for _, r := range rules {
-		names := r.ResourceNames
-		if len(names) == 0 {
-			names = []string{""}
-		}
-		for _, g := range r.APIGroups {
-			for _, res := range r.Resources {
-				resource, sub, _ := strings.Cut(res, "/")
-				for _, v := range r.Verbs {
-					for _, name := range names {
-						ok, err := c.allowed(ctx, access{Verb: v, Group: g, Resource: resource, Subresource: sub, Name: name})
-						if err != nil || !ok {
-							return false, err
-						}
-					}
-				}
-			}
+	for _, a := range access.Expand(rules...) {
+		ok, err := c.allowed(ctx, a)
+		if err != nil || !ok {
+			return false, err
 		}
 	}
 	return true, nil

@@ -7,10 +7,17 @@ import (
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/preflight/access"
 )
 
 func verdict(t *testing.T, r Report, id string) Verdict {
@@ -241,5 +248,47 @@ func TestNodeSelector(t *testing.T) {
 	}
 	if v := verdict(t, r, "FAULTLINE-CLUSTER-RUNS-PODS"); v.Verdict != CannotCheck {
 		t.Errorf("%s", v.Line())
+	}
+}
+
+// TestFaultsLabel: preflight says who may arm a namespace for faults: the
+// fixture sets' policies (not yet in effect before a run, or in effect on
+// a kept cluster), and namespaces armed by someone else.
+func TestFaultsLabel(t *testing.T) {
+	got := condition(t, run(t, kind()), CondFaultsLabel)
+	if got.State != OK || !strings.Contains(got.Reason, access.FaultsLabelPolicy("cri")) || !strings.Contains(got.Reason, "none in effect now") ||
+		!strings.Contains(got.Reason, "arm faultline.k8s.io/faults") {
+		t.Errorf("a fresh cluster: %s (%s)", got.State, got.Reason)
+	}
+
+	c := kind()
+	name := access.FaultsLabelPolicy("nri")
+	c.objects = []runtime.Object{
+		&admissionv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&admissionv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: name}},
+		&v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "nri-scope-1234", Labels: map[string]string{scope.NamespaceLabel: scope.NamespaceLabelValue},
+			Annotations: fixtures.Ownership(fixtures.SpecNamespaces)}},
+	}
+	got = condition(t, run(t, c), CondFaultsLabel)
+	if got.State != OK || !strings.Contains(got.Reason, "in effect now: "+name) || !strings.Contains(got.Reason, "the 1 namespace(s) that carry the label were made by faultline's specs") {
+		t.Errorf("a kept cluster mid-run: %s (%s)", got.State, got.Reason)
+	}
+
+	c.objects = append(c.objects, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "tenant-b", Labels: map[string]string{scope.NamespaceLabel: "yes"}}})
+	got = condition(t, run(t, c), CondFaultsLabel)
+	if got.State != Missing || !strings.HasSuffix(got.Reason, ": tenant-b") {
+		t.Errorf("a namespace a tenant armed: %s (%s)", got.State, got.Reason)
+	}
+
+	c = kind()
+	c.noVAP = true
+	if got := condition(t, run(t, c), CondFaultsLabel); got.State != Missing || !strings.Contains(got.Reason, "does not serve ValidatingAdmissionPolicies") {
+		t.Errorf("without ValidatingAdmissionPolicies: %s (%s)", got.State, got.Reason)
+	}
+
+	c = kind()
+	c.deny = map[string]bool{access.Arm.String(): true}
+	if got := condition(t, run(t, c), CondPermissions); got.State != Missing || !strings.Contains(got.Reason, "denied (as kubernetes-admin): arm faultline.k8s.io/faults") {
+		t.Errorf("the specs label their namespaces: %s (%s)", got.State, got.Reason)
 	}
 }

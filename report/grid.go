@@ -36,6 +36,7 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 		heads[i] = s.Key
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintln(w, CheckedLine(r)+".")
 	row("requirement", heads)
 	area := ""
 	for _, req := range r.Requirements {
@@ -69,9 +70,11 @@ func writeOutcome(w io.Writer, r *verdicts.Report) {
 	unexpected := r.Unexpected()
 	if r.OK() {
 		fmt.Fprintf(w, "Nothing unexpected: %s.\n", countStates(r))
+		writeChecked(w, r)
 		return
 	}
 	fmt.Fprintf(w, "%d unexpected verdict(s), %d setup failure(s): %s.\n", len(unexpected), len(r.SetupFailures), countStates(r))
+	defer writeChecked(w, r)
 	for _, v := range unexpected {
 		fmt.Fprintf(w, "- %s on %s: %s\n", v.Requirement, v.Stack, v.Unexpected)
 		for _, s := range v.Specs {
@@ -82,6 +85,31 @@ func writeOutcome(w io.Writer, r *verdicts.Report) {
 	}
 	for _, f := range r.SetupFailures {
 		fmt.Fprintf(w, "- setup failed on %s (run %d, %s): %s\n", f.Stack, f.Run, f.Name, FirstLine(f.Message))
+	}
+}
+
+// writeChecked says how many requirements the run checked and, when it
+// did not check them all, which it did not and why (those listed as
+// unexpected above only by name).
+func writeChecked(w io.Writer, r *verdicts.Report) {
+	if r.Complete() {
+		fmt.Fprintf(w, "%s.\n", CheckedLine(r))
+		return
+	}
+	fmt.Fprintf(w, "Incomplete: %s; not checked:\n", CheckedLine(r))
+	for _, v := range r.NotChecked() {
+		if v.Unexpected != "" {
+			fmt.Fprintf(w, "- %s on %s: %s (unexpected, above)\n", v.Requirement, v.Stack, v.State)
+			continue
+		}
+		why := ""
+		for _, s := range v.Specs {
+			if s.State == v.State {
+				why = fmt.Sprintf(": run %d: %s", s.Run, FirstLine(s.Message))
+				break
+			}
+		}
+		fmt.Fprintf(w, "- %s on %s: %s%s\n", v.Requirement, v.Stack, v.State, why)
 	}
 }
 

@@ -25,8 +25,13 @@ func WriteHTML(w io.Writer, r *verdicts.Report) error {
 // htmlView is the report as the template needs it: every decision (slug,
 // symbol, label, rounding) is made here, in Go, so the template only lays out.
 type htmlView struct {
-	Status     string
-	OK         bool
+	Status string
+	OK     bool
+	// Complete: every selected requirement was checked; Checked says how
+	// many were (CheckedLine), NotChecked lists the others.
+	Complete   bool
+	Checked    string
+	NotChecked []htmlUnexpected
 	Header     verdicts.Header
 	Date       string
 	Focus      string
@@ -97,6 +102,7 @@ var htmlStates = map[verdicts.State]htmlLegendItem{
 	verdicts.Fail:             {Slug: "fail", Meaning: "it does not, and no expectation of the stack explains it"},
 	verdicts.KnownDiscrepancy: {Slug: "known-discrepancy", Meaning: "it fails as the stack's expectations document (reason and reference in the cell)"},
 	verdicts.NotImplemented:   {Slug: "not-implemented", Meaning: "the stack lacks the feature the requirement is about"},
+	verdicts.Inconclusive:     {Slug: "inconclusive", Meaning: "what the spec's verdict rests on did not happen (the message says what and why): nothing was checked"},
 	verdicts.Skipped:          {Slug: "skipped", Meaning: "a precondition of this cluster is missing (the message says which)"},
 	verdicts.Pending:          {Slug: "pending", Meaning: "written, waiting for an upstream design"},
 }
@@ -112,6 +118,8 @@ func htmlSlug(s verdicts.State) string {
 func htmlViewOf(r *verdicts.Report) htmlView {
 	v := htmlView{
 		OK:         r.OK(),
+		Complete:   r.Complete(),
+		Checked:    CheckedLine(r),
 		Header:     r.Header,
 		Date:       "unknown",
 		Focus:      strings.Join(r.Header.Focus, ", "),
@@ -149,7 +157,15 @@ func htmlViewOf(r *verdicts.Report) htmlView {
 	for _, f := range r.SetupFailures {
 		v.Setup = append(v.Setup, htmlSetupFailure{Stack: f.Stack, htmlSpec: htmlSpecOf(f.Spec)})
 	}
+	for _, n := range r.NotChecked() {
+		v.NotChecked = append(v.NotChecked, htmlUnexpected{
+			Anchor: htmlAnchor(n.Requirement, n.Stack), Requirement: n.Requirement, Stack: n.Stack, Why: string(n.State),
+		})
+	}
 	v.Status = htmlStatus(len(v.Unexpected), len(v.Setup))
+	if v.OK && !v.Complete {
+		v.Status = "INCOMPLETE: nothing unexpected, " + v.Checked
+	}
 	return v
 }
 
@@ -257,6 +273,7 @@ small, .muted { color: #555; }
 .summary { font-size: 1.15rem; font-weight: bold; padding: .5rem .8rem; border-radius: 4px; display: inline-block; margin: .25rem 0 .5rem; }
 .summary.ok { background: #d3f0d9; color: #0f5323; }
 .summary.failed { background: #ffd7d7; color: #8a0010; }
+.summary.incomplete { background: #fde2cf; color: #7a3300; }
 ul.unexpected-list { margin: .25rem 0 .75rem; padding-left: 1.25rem; }
 ul.unexpected-list li { margin: .15rem 0; }
 dl.facts { display: grid; grid-template-columns: max-content auto; gap: .1rem .8rem; margin: .25rem 0 .5rem; }
@@ -280,6 +297,7 @@ ul.legend li { display: contents; }
 .state-fail { background: #ffc9c9; color: #8a0010; }
 .state-known-discrepancy { background: #ffe8a8; color: #6b4a00; }
 .state-not-implemented { background: #e4dcf5; color: #46287d; }
+.state-inconclusive { background: #fde2cf; color: #7a3300; }
 .state-skipped { background: #e9e9e9; color: #444; }
 .state-pending { background: #d5ebf7; color: #0b4a6f; }
 .not-run { background: repeating-linear-gradient(135deg, #fff 0 5px, #f2f2f2 5px 10px); }
@@ -309,7 +327,7 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 <body>
 <header>
 <h1>faultline conformance report</h1>
-<p class="summary {{if .OK}}ok{{else}}failed{{end}}" id="summary">{{.Status}}</p>
+<p class="summary {{if not .OK}}failed{{else if not .Complete}}incomplete{{else}}ok{{end}}" id="summary">{{.Status}}</p>
 {{- if .Unexpected}}
 <ul class="unexpected-list">
 {{- range .Unexpected}}
@@ -320,7 +338,16 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 {{- if .Setup}}
 <p><a href="#setup">Setup failures</a> (below the grid): the verdicts of their stacks may be incomplete.</p>
 {{- end}}
+{{- if .NotChecked}}
+<p>Not checked (skipped or inconclusive: open the cell for why):</p>
+<ul class="unexpected-list">
+{{- range .NotChecked}}
+<li><a href="#{{.Anchor}}">{{.Requirement}} on {{.Stack}}</a>: {{.Why}}</li>
+{{- end}}
+</ul>
+{{- end}}
 <dl class="facts">
+<dt>checked</dt><dd>{{.Checked}}</dd>
 <dt>faultline</dt><dd>{{or .Header.Faultline "unknown"}}</dd>
 <dt>date</dt><dd>{{.Date}}</dd>
 <dt>label filter</dt><dd>{{with .Header.LabelFilter}}<code>{{.}}</code>{{else}}none{{end}}</dd>

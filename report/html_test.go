@@ -39,11 +39,20 @@ func htmlTestReport(t *testing.T) (*verdicts.Report, []string) {
 	for _, r := range append(all[:4:4], all[len(all)-2:]...) {
 		ids = append(ids, r.ID)
 	}
+	// A failure of the stack has a cause its requirement declares: the first.
+	firstCause := func(id string) string {
+		r, _ := requirements.Lookup(id)
+		return r.Causes[0].ID
+	}
 	spec := func(id string, state verdicts.State, run int, msg, dump string) verdicts.Spec {
-		return verdicts.Spec{
+		s := verdicts.Spec{
 			Name: "spec of " + id, Location: "suites/x/x_test.go:42", Requirements: []string{id},
 			State: state, Message: msg, Duration: 1234567 * time.Microsecond, Run: run, Dump: dump,
 		}
+		if state == verdicts.Fail {
+			s.Cause = firstCause(id)
+		}
+		return s
 	}
 	long := "Expected\n    <string>: Pending\nto equal\n    <string>: Failed\n" + strings.Repeat("the kubelet retried the claim again and again; ", 20)
 	stackA := verdicts.StackInfo{
@@ -84,7 +93,7 @@ func htmlTestReport(t *testing.T) (*verdicts.Report, []string) {
 	}, SetupFailures: []verdicts.Spec{{Name: "[SynchronizedBeforeSuite]", State: verdicts.Fail, Message: "fakes image not loaded", Run: 1}}})
 
 	exp := verdicts.ExpectationSet{htmlTestStackA: {Stack: htmlTestStackA, File: "expectations/containerd-1.36.yaml", Expect: []verdicts.Expectation{
-		{Requirement: ids[1], Verdict: verdicts.ExpectFail, Reason: "containerd retries forever.", Reference: "https://github.com/containerd/containerd/issues/1"},
+		{Requirement: ids[1], Verdict: verdicts.ExpectFail, Causes: []string{firstCause(ids[1])}, Reason: "containerd retries forever.", Reference: "https://github.com/containerd/containerd/issues/1"},
 		{Requirement: ids[2], Verdict: verdicts.ExpectNotImplemented, Reason: "no NRI plugin.", Reference: "https://github.com/containerd/nri/issues/2"},
 	}}}
 	r := verdicts.Build(runs, exp, verdicts.Header{Faultline: "v0.1.0-test", Date: time.Date(2026, 5, 4, 3, 2, 1, 0, time.UTC)})

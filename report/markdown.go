@@ -38,6 +38,12 @@ func writeMarkdownHeader(w io.Writer, r *verdicts.Report) {
 	}
 	fmt.Fprintln(w, ".")
 	fmt.Fprintln(w)
+	if r.Complete() {
+		fmt.Fprintf(w, "%s.\n", CheckedLine(r))
+	} else {
+		fmt.Fprintf(w, "**Incomplete: %s** (the outcome below lists what was not checked).\n", CheckedLine(r))
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| stack | runtime | Kubernetes | NRI | nodes | node image | fakes image | judged by | expectations |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Stacks {

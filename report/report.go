@@ -41,12 +41,14 @@ func Symbol(s verdicts.State) string {
 		return "≈"
 	case verdicts.NotImplemented:
 		return "∅"
+	case verdicts.Inconclusive:
+		return "?"
 	case verdicts.Skipped:
 		return "↷"
 	case verdicts.Pending:
 		return "…"
 	}
-	return "?"
+	return "#" // a state this build does not know ("?" is inconclusive)
 }
 
 // UnexpectedMark follows the symbol of a verdict that makes the run fail.
@@ -79,6 +81,32 @@ func Cell(v *verdicts.Verdict) string {
 	return b.String()
 }
 
+// CheckedLine says how many of the selected requirements the run checked:
+// "46 of 46 requirements checked", per stack too when there are several,
+// and how many pending ones are left out of the count.
+func CheckedLine(r *verdicts.Report) string {
+	c := r.Count()
+	line := fmt.Sprintf("%d of %d requirements checked", c.Checked, c.Selected)
+	if len(r.Stacks) > 1 {
+		var per []string
+		for _, s := range r.Stacks {
+			sub := &verdicts.Report{Stacks: []verdicts.StackInfo{s}}
+			for _, v := range r.Verdicts {
+				if v.Stack == s.Key {
+					sub.Verdicts = append(sub.Verdicts, v)
+				}
+			}
+			sc := sub.Count()
+			per = append(per, fmt.Sprintf("%s %d of %d", s.Key, sc.Checked, sc.Selected))
+		}
+		line += " (counted per stack: " + strings.Join(per, ", ") + ")"
+	}
+	if c.Pending > 0 {
+		line += fmt.Sprintf("; %d pending, not counted", c.Pending)
+	}
+	return line
+}
+
 // Legend explains the symbols.
 func Legend() string {
 	var parts []string
@@ -103,18 +131,7 @@ func ReadJSON(path string) (*verdicts.Report, error) {
 	if st, err := os.Stat(path); err == nil && st.IsDir() {
 		path = filepath.Join(path, JSONFile)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var r verdicts.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, fmt.Errorf("%s: not a faultline report: %w", path, err)
-	}
-	if len(r.Stacks) == 0 && len(r.Verdicts) == 0 {
-		return nil, fmt.Errorf("%s: not a faultline report (no stacks, no verdicts)", path)
-	}
-	return &r, nil
+	return verdicts.ReadReportFile(path)
 }
 
 // WriteAll writes report.md, report.json and report.html into dir.

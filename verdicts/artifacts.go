@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 )
 
@@ -19,6 +21,18 @@ const GinkgoReportFile = "ginkgo.json"
 // ErrUnexpected says the run gave a verdict its expectations do not allow:
 // the run fails (exit code 1).
 var ErrUnexpected = errors.New("unexpected verdicts")
+
+// ErrIncomplete says the run checked less than it selected (a requirement
+// skipped or inconclusive; Report.Complete) and the user did not accept
+// that (--allow-incomplete): exit code 4. ErrUnexpected wins over it.
+var ErrIncomplete = errors.New("incomplete run")
+
+// Exit codes of faultline e2e and faultline report for ErrUnexpected and
+// ErrIncomplete (3 is the command failed, 2 bad input).
+const (
+	ExitUnexpected = 1
+	ExitIncomplete = 4
+)
 
 // Manifest is run.json.
 type Manifest struct {
@@ -60,33 +74,81 @@ func WriteManifest(dir string, m Manifest) error {
 
 // ReadArtifacts reads the runs a manifest names. A run whose report is
 // missing (the test binary did not get to write it) is an error: its
-// verdicts would be missing without a trace.
+// verdicts would be missing without a trace. Every path the manifest names
+// must lead to a file inside dir: it is refused if it is absolute, climbs
+// out with "..", or goes through a symbolic link that leads outside (dir is
+// opened as an os.Root). What it reads is capped (MaxManifestBytes,
+// MaxGinkgoReportBytes, MaxArtifactsBytes).
 func ReadArtifacts(dir string) (Manifest, []Run, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return Manifest{}, nil, fmt.Errorf("%s is not the artifacts directory of a faultline run: %w", dir, err)
+	}
+	defer root.Close()
+	return readArtifacts(root.FS(), dir, MaxGinkgoReportBytes, MaxArtifactsBytes)
+}
+
+// readArtifacts is ReadArtifacts on fsys, the artifacts directory dir (for
+// messages), with its limits on each Ginkgo report and on all of them.
+func readArtifacts(fsys fs.FS, dir string, perReport, total int64) (Manifest, []Run, error) {
 	var m Manifest
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	manifest := filepath.Join(dir, ManifestFile)
+	f, err := fsys.Open(ManifestFile)
 	if err != nil {
 		return m, nil, fmt.Errorf("%s is not the artifacts directory of a faultline run: %w", dir, err)
 	}
+	data, err := readCapped(f, manifest, MaxManifestBytes, "a run manifest")
+	f.Close()
+	if err != nil {
+		return m, nil, err
+	}
 	if err := json.Unmarshal(data, &m); err != nil {
-		return m, nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+		return m, nil, fmt.Errorf("%s: %w", manifest, err)
+	}
+	for i, s := range m.Stacks {
+		// The runtime names a stack whose setup failed: without it there
+		// is no column to show the failure in.
+		if s.Runtime == "" {
+			return m, nil, fmt.Errorf("%s: stack %d names no runtime", manifest, i+1)
+		}
 	}
 	var runs []Run
 	var errs []error
+	left := total
 	for _, s := range m.Stacks {
 		first := len(runs)
 		for i, rel := range s.Runs {
-			run, err := ReadGinkgoFile(filepath.Join(dir, rel), i+1, s.Runtime)
+			entry := fmt.Sprintf("%s: stack %q, run %d", manifest, s.Runtime, i+1)
+			name, err := runPath(rel)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", entry, err))
+				continue
+			}
+			display := filepath.Join(dir, filepath.FromSlash(name))
+			overall := tooLarge(display, total, "the Ginkgo reports "+ManifestFile+" names add up to more than %s, the most faultline reads of one artifacts directory")
+			if left <= 0 {
+				return m, nil, errors.Join(append(errs, overall)...)
+			}
+			// What is left of the total, when less than one report may
+			// hold, is the limit this report is held to.
+			byTotal := left < perReport
+			run, used, err := readRun(fsys, entry, name, display, min(perReport, left), i+1, s.Runtime)
+			left -= used
+			var tl *TooLargeError
+			if err != nil && byTotal && errors.As(err, &tl) {
+				return m, nil, errors.Join(append(errs, overall)...)
+			}
 			if err != nil {
 				errs = append(errs, err)
 				continue
 			}
 			// Dumps are relative to the run's directory; the report sits
 			// in dir.
-			base := filepath.Dir(rel)
+			base := path.Dir(name)
 			for _, specs := range [][]Spec{run.Specs, run.SetupFailures} {
 				for j := range specs {
 					if specs[j].Dump != "" {
-						specs[j].Dump = filepath.ToSlash(filepath.Join(base, specs[j].Dump))
+						specs[j].Dump = path.Join(base, specs[j].Dump)
 					}
 				}
 			}
@@ -108,6 +170,33 @@ func ReadArtifacts(dir string) (Manifest, []Run, error) {
 		}
 	}
 	return m, runs, errors.Join(errs...)
+}
+
+// runPath checks a run's report path from the manifest and returns it as
+// an io/fs name. The manifest may come from anywhere (faultline report
+// --artifacts): it must not make faultline read outside the directory.
+func runPath(rel string) (string, error) {
+	if !filepath.IsLocal(rel) {
+		return "", fmt.Errorf("%q is not a path inside the artifacts directory (absolute, empty, or climbing out with ..)", rel)
+	}
+	return filepath.ToSlash(filepath.Clean(rel)), nil
+}
+
+// readRun reads the report of one run, name inside fsys, held to limit
+// bytes. It returns the bytes it read and decompressed.
+func readRun(fsys fs.FS, entry, name, display string, limit int64, run int, stackKey string) (Run, int64, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		// os.Root says why: missing, or a link that leads outside.
+		return Run{}, 0, fmt.Errorf("%s: %w", entry, err)
+	}
+	defer f.Close()
+	reports, used, err := readGinkgoReports(f, display, limit)
+	if err != nil {
+		return Run{}, used, err
+	}
+	r, err := FromGinkgo(reports, run, stackKey)
+	return r, used, err
 }
 
 func fill(field *string, value string) {

@@ -1,10 +1,53 @@
 package verdicts
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"sort"
 )
+
+// ReadReportFile reads a report.json faultline wrote (an earlier run's, for
+// --baseline), at most MaxReportBytes of it.
+func ReadReportFile(path string) (*Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := readCapped(f, path, MaxReportBytes, "a faultline report")
+	if err != nil {
+		return nil, err
+	}
+	return parseReport(data, path)
+}
+
+// parseReport reads a report.json; name is the file, for messages. It
+// refuses what faultline never writes, so that Compare can rely on one
+// verdict per requirement and stack. A state it does not know (from a newer
+// faultline) is kept: Compare shows it as changed.
+func parseReport(data []byte, name string) (*Report, error) {
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("%s: not a faultline report: %w", name, err)
+	}
+	if len(r.Stacks) == 0 && len(r.Verdicts) == 0 {
+		return nil, fmt.Errorf("%s: not a faultline report (no stacks, no verdicts)", name)
+	}
+	seen := map[[2]string]bool{}
+	for i, v := range r.Verdicts {
+		key := [2]string{v.Requirement, v.Stack}
+		switch {
+		case v.Requirement == "" || v.Stack == "":
+			return nil, fmt.Errorf("%s: not a faultline report: verdict %d names no requirement or no stack", name, i+1)
+		case seen[key]:
+			return nil, fmt.Errorf("%s: not a faultline report: %s on %s has two verdicts", name, v.Requirement, v.Stack)
+		}
+		seen[key] = true
+	}
+	return &r, nil
+}
 
 // Change is one verdict that differs from a baseline run's.
 type Change struct {
@@ -34,11 +77,20 @@ func failing(s State) bool { return s == Fail || s == KnownDiscrepancy }
 // matched by key), worst changes first.
 func Compare(base, cur *Report) []Change {
 	var out []Change
+	// An index rather than Report.Verdict: a baseline read from a file may
+	// hold very many verdicts, and a scan per verdict would be quadratic.
+	byKey := map[[2]string]*Verdict{}
+	for i := range base.Verdicts {
+		key := [2]string{base.Verdicts[i].Requirement, base.Verdicts[i].Stack}
+		if byKey[key] == nil {
+			byKey[key] = &base.Verdicts[i]
+		}
+	}
 	seen := map[[2]string]bool{}
 	for _, v := range cur.Verdicts {
 		key := [2]string{v.Requirement, v.Stack}
 		seen[key] = true
-		b := base.Verdict(v.Requirement, v.Stack)
+		b := byKey[key]
 		if b == nil {
 			kind := ChangeNew
 			if failing(v.State) {

@@ -2,7 +2,6 @@ package verdicts
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -22,8 +21,9 @@ type Header struct {
 	Repeat int `json:"repeat"`
 	// OwnClusters: faultline made the clusters, so every precondition of
 	// every spec is there by construction, and a skip is unexpected unless
-	// an expectation names it. On a cluster it did not make, a skip is
-	// reported, never unexpected.
+	// an expectation names it; so is an inconclusive spec (its premise is
+	// meant to happen there). On a cluster it did not make, either is
+	// reported, never unexpected, and makes the run incomplete.
 	OwnClusters bool `json:"ownClusters,omitempty"`
 	// Expectations is the --expectations the run judged by ("": the
 	// built-in ones); faultline report judges by it again.
@@ -49,6 +49,8 @@ type Report struct {
 	// Expectations names, per stack key, the file its expectations came
 	// from; a stack without one has every failure unexpected.
 	Expectations map[string]string `json:"expectations"`
+	// Coverage is Count() when Build judged, for tools.
+	Coverage Coverage `json:"coverage"`
 }
 
 // Verdict returns the verdict of requirement id on stack, or nil (not run).
@@ -75,9 +77,75 @@ func (r *Report) Unexpected() []Verdict {
 // OK says whether nothing was unexpected: the run's exit code follows it.
 func (r *Report) OK() bool { return len(r.Unexpected()) == 0 && len(r.SetupFailures) == 0 }
 
+// Coverage is how much of what a run selected it checked, counted in
+// verdicts (a requirement on a stack): a requirement the filters left out
+// has none, so it is not counted.
+type Coverage struct {
+	// Selected counts the verdicts but the pending ones.
+	Selected int `json:"selected"`
+	// Checked counts those whose state says something about the
+	// requirement (State.Checked): pass, fail, known discrepancy, not
+	// implemented; not skipped or inconclusive.
+	Checked int `json:"checked"`
+	// Pending counts the pending verdicts, which are not asked to check.
+	Pending int `json:"pending,omitempty"`
+}
+
+// Count counts r's verdicts; the row of specs that name no requirement is
+// no requirement, so not counted.
+func (r *Report) Count() Coverage {
+	var c Coverage
+	for _, v := range r.Verdicts {
+		switch {
+		case v.Requirement == NoRequirement:
+		case v.State == Pending:
+			c.Pending++
+		default:
+			c.Selected++
+			if v.State.Checked() {
+				c.Checked++
+			}
+		}
+	}
+	return c
+}
+
+// NotChecked returns the selected verdicts that checked nothing (skipped,
+// inconclusive): each makes the run incomplete.
+func (r *Report) NotChecked() []Verdict {
+	var out []Verdict
+	for _, v := range r.Verdicts {
+		if v.Requirement != NoRequirement && v.State != Pending && !v.State.Checked() {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// Complete says whether the run checked every requirement it selected; a
+// run that did not exits ErrIncomplete's code unless the user accepts it.
+func (r *Report) Complete() bool { return len(r.NotChecked()) == 0 }
+
+// Err is what a run judged by r ends with: ErrUnexpected when a verdict is
+// unexpected or a setup failed; else ErrIncomplete when it checked less
+// than it selected, unless allowIncomplete; else nil.
+func (r *Report) Err(allowIncomplete bool) error {
+	if !r.OK() {
+		return fmt.Errorf("%w: %d verdict(s) and %d setup failure(s) the expectations do not allow", ErrUnexpected, len(r.Unexpected()), len(r.SetupFailures))
+	}
+	if !allowIncomplete && !r.Complete() {
+		c := r.Count()
+		return fmt.Errorf("%w: %d of %d requirements checked, %d skipped or inconclusive", ErrIncomplete, c.Checked, c.Selected, c.Selected-c.Checked)
+	}
+	return nil
+}
+
 // rank orders states from worst to best: a requirement with several specs,
-// or several runs, shows the worst.
-var rank = map[State]int{Fail: 0, KnownDiscrepancy: 1, NotImplemented: 2, Skipped: 3, Pass: 4, Pending: 5}
+// or several runs, shows the worst. Inconclusive is worse than not
+// implemented and skipped: a spec that ran and could not tell says less
+// than one that saw the stack lack the feature, and its cause may hide a
+// failure.
+var rank = map[State]int{Fail: 0, KnownDiscrepancy: 1, Inconclusive: 2, NotImplemented: 3, Skipped: 4, Pass: 5, Pending: 6}
 
 func worst(states []State) State {
 	w := Pending
@@ -155,6 +223,7 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 		}
 		rep.Requirements = append(rep.Requirements, r)
 	}
+	rep.Coverage = rep.Count()
 	return rep
 }
 
@@ -162,8 +231,8 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 const NoRequirement = "UNNAMED"
 
 // judge gives one requirement's verdict on one stack from its specs' results
-// in each run. strictSkips: a skip is unexpected unless the expectation
-// names it.
+// in each run. strictSkips (a cluster faultline made): a skip or an
+// inconclusive spec is unexpected unless the expectation names it.
 func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) Verdict {
 	v := Verdict{Requirement: id, Stack: stack, Expectation: exp}
 	for _, specs := range runs {
@@ -184,7 +253,7 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) 
 	v.Varies = len(distinct) > 1
 	v.State = worst(v.Runs)
 
-	allowed := map[State]bool{Pending: true, Skipped: !strictSkips}
+	allowed := map[State]bool{Pending: true, Skipped: !strictSkips, Inconclusive: !strictSkips}
 	if exp == nil {
 		allowed[Pass] = true
 	} else {
@@ -192,19 +261,23 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) 
 			allowed[s] = true
 		}
 	}
-	// An expected failure must fail the expected way: a timeout or an API
-	// error where the expectation names the kubelet's wording is news.
-	var unlike []string
-	if exp != nil && allowed[Fail] && exp.Message != "" {
-		re := regexp.MustCompile(exp.Message) // ParseExpectations compiled it
-		for _, spec := range v.Specs {
-			// Whitespace collapsed: Gomega wraps long values over lines.
-			if spec.State == Fail && !re.MatchString(strings.Join(strings.Fields(spec.Message), " ")) {
-				unlike = append(unlike, fmt.Sprintf("run %d: %s", spec.Run, OneLine(spec.Message, 200)))
-			}
+	// An expected failure must fail for a cause the expectation names: a
+	// timeout or an API error where the expectation names the kubelet's
+	// wording is news. A failure of faultline's own machinery (cause
+	// harness) says nothing about the stack and is never expected.
+	var ours, unlike []string
+	for _, spec := range v.Specs {
+		if spec.State != Fail {
+			continue
+		}
+		switch cause := CauseOf(spec); {
+		case cause == requirements.HarnessCause:
+			ours = append(ours, fmt.Sprintf("run %d: %s", spec.Run, OneLine(spec.Message, 200)))
+		case exp != nil && allowed[Fail] && !exp.Expects(cause):
+			unlike = append(unlike, fmt.Sprintf("run %d: cause %s: %s", spec.Run, cause, OneLine(spec.Message, 200)))
 		}
 	}
-	if v.State == Fail && exp != nil && allowed[Fail] && len(unlike) == 0 {
+	if v.State == Fail && exp != nil && allowed[Fail] && len(unlike) == 0 && len(ours) == 0 {
 		v.State = KnownDiscrepancy
 	}
 	var bad []string
@@ -215,13 +288,16 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) 
 	}
 	sort.Strings(bad)
 	switch {
+	case len(ours) > 0:
+		v.Unexpected = fmt.Sprintf("failed in faultline's own machinery (cause %s), not in the stack: never expected, and it says nothing about the requirement: %s",
+			requirements.HarnessCause, strings.Join(ours, "; "))
 	case len(bad) == 0 && len(unlike) > 0:
-		v.Unexpected = fmt.Sprintf("failed, but not the way the expectation says (its message matches no /%s/): %s", exp.Message, strings.Join(unlike, "; "))
+		v.Unexpected = fmt.Sprintf("failed, but for another cause than the expectation names (%s): %s", strings.Join(exp.Causes, ", "), strings.Join(unlike, "; "))
 	case len(bad) == 0:
 	case exp == nil:
-		v.Unexpected = fmt.Sprintf("%s, and no expectation for this stack says so", describeRuns(v))
+		v.Unexpected = fmt.Sprintf("%s%s, and no expectation for this stack says so", describeRuns(v), failCauses(v))
 	default:
-		v.Unexpected = fmt.Sprintf("%s, expected %s (%s): %s", describeRuns(v), describeExpectation(*exp), exp.Reference, strings.Join(bad, ", ")+" is not expected")
+		v.Unexpected = fmt.Sprintf("%s%s, expected %s (%s): %s", describeRuns(v), failCauses(v), describeExpectation(*exp), exp.Reference, strings.Join(bad, ", ")+" is not expected")
 	}
 	return v
 }

@@ -4,10 +4,18 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/faultline-k8s/faultline/requirements"
 )
 
+// spec is a spec's result; a failed one has the first cause its first
+// requirement declares (a failure of the stack, as the specs record it).
 func spec(state State, run int, reqs ...string) Spec {
-	return Spec{Name: fmt.Sprintf("spec of %v", reqs), State: state, Run: run, Requirements: reqs}
+	s := Spec{Name: fmt.Sprintf("spec of %v", reqs), State: state, Run: run, Requirements: reqs}
+	if r, ok := requirements.Lookup(reqs[0]); ok && state == Fail && len(r.Causes) > 0 {
+		s.Cause = r.Causes[0].ID
+	}
+	return s
 }
 
 func stackRun(key string, specs ...Spec) Run {
@@ -27,6 +35,7 @@ const testExpectations = `stack: containerd-1.36
 expect:
 - requirement: DRA-EVERY-FAILING-CLAIM-NAMED
   verdict: fail
+  causes: [started-unprepared, claim-not-named]
   reason: the kubelet names the first claim only
   reference: https://example.com/manager.go
 - requirement: DRA-PERMANENT-FAILS-POD
@@ -36,6 +45,7 @@ expect:
 - requirement: CRI-CONTAINER-CHANGED-REQUEST
   verdict: varies
   outcomes: [pass, fail]
+  causes: [changed-refused]
   reason: depends on timing
   reference: https://example.com/timing
   evidence: run A passed, run B failed
@@ -156,18 +166,26 @@ func TestSetupFailuresAreUnexpected(t *testing.T) {
 
 func TestParseExpectationsRefusesBadFiles(t *testing.T) {
 	for name, doc := range map[string]string{
-		"no stack":            "expect: []\n",
-		"unknown field":       "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x, why: 1}\n",
-		"unknown requirement": "stack: a-1.1\nexpect:\n- {requirement: NO-SUCH-THING, verdict: fail, reason: r, reference: https://x}\n",
-		"twice":               "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x}\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x}\n",
-		"bad verdict":         "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: flaky, reason: r, reference: https://x}\n",
-		"no reason":           "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reference: https://x}\n",
-		"no reference":        "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r}\n",
-		"varies one outcome":  "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [fail], reason: r, reference: https://x, evidence: e}\n",
-		"varies no evidence":  "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, fail], reason: r, reference: https://x}\n",
-		"outcomes with fail":  "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, outcomes: [pass, fail], reason: r, reference: https://x}\n",
-		"bad outcome":         "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, pending], reason: r, reference: https://x, evidence: e}\n",
-		"not yaml":            "stack: [\n",
+		"no stack":                    "expect: []\n",
+		"unknown field":               "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x, why: 1}\n",
+		"unknown requirement":         "stack: a-1.1\nexpect:\n- {requirement: NO-SUCH-THING, verdict: fail, reason: r, reference: https://x}\n",
+		"twice":                       "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x}\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x}\n",
+		"bad verdict":                 "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: flaky, reason: r, reference: https://x}\n",
+		"no reason":                   "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reference: https://x}\n",
+		"no reference":                "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r}\n",
+		"varies one outcome":          "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [fail], reason: r, reference: https://x, evidence: e}\n",
+		"varies no evidence":          "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, fail], reason: r, reference: https://x}\n",
+		"outcomes with fail":          "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, outcomes: [pass, fail], reason: r, reference: https://x}\n",
+		"bad outcome":                 "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, pending], reason: r, reference: https://x, evidence: e}\n",
+		"fail without causes":         "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, reason: r, reference: https://x}\n",
+		"varies without causes":       "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, fail], reason: r, reference: https://x, evidence: e}\n",
+		"cause not declared":          "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, causes: [abandoned], reason: r, reference: https://x}\n",
+		"cause harness":               "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, causes: [harness], reason: r, reference: https://x}\n",
+		"cause twice":                 "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, causes: [not-running, not-running], reason: r, reference: https://x}\n",
+		"causes, no failure":          "stack: a-1.1\nexpect:\n- {requirement: DRA-PERMANENT-FAILS-POD, verdict: not implemented, causes: [pod-runs], reason: r, reference: https://x}\n",
+		"causes, varies without fail": "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: varies, outcomes: [pass, skipped], causes: [not-running], reason: r, reference: https://x, evidence: e}\n",
+		"message pattern":             "stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, causes: [not-running], message: \"x\", reason: r, reference: https://x}\n",
+		"not yaml":                    "stack: [\n",
 	} {
 		if _, err := ParseExpectations([]byte(doc), name); err == nil {
 			t.Errorf("%s: no error", name)
@@ -256,26 +274,42 @@ expect:
 	}
 }
 
-// TestExpectedFailureOfAnotherKind: a failure whose message the
-// expectation's pattern does not match is unexpected.
-func TestExpectedFailureOfAnotherKind(t *testing.T) {
+// TestExpectedFailureOfAnotherCause: a failure whose cause the expectation
+// does not name is unexpected, and names its cause; the message is never
+// read.
+func TestExpectedFailureOfAnotherCause(t *testing.T) {
 	x := mustExpect(t, `stack: crio-1.36
 expect:
-- {requirement: DRA-EVERY-FAILING-CLAIM-NAMED, verdict: fail, message: "told about only one", reason: r, reference: "https://x"}
+- {requirement: DRA-EVERY-FAILING-CLAIM-NAMED, verdict: fail, causes: [claim-not-named], reason: r, reference: "https://x"}
 `)
 	like := spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED")
-	like.Message = "both failed, but the user is told about\nonly one"
+	like.Cause, like.Message = "claim-not-named", "Timed out after 120s."
 	unlike := spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED")
-	unlike.Message = "Timed out after 120s.\nExpected pod to be Pending"
-	// Matched with whitespace collapsed: the message may wrap.
+	unlike.Cause, unlike.Message = "not-running", "both failed, but the user is told about only one"
 	if v := Build([]Run{stackRun("crio-1.36", like)}, x, Header{}).Verdict("DRA-EVERY-FAILING-CLAIM-NAMED", "crio-1.36"); v.State != KnownDiscrepancy || v.Unexpected != "" {
 		t.Errorf("%+v", v)
 	}
 	v := Build([]Run{stackRun("crio-1.36", unlike)}, x, Header{}).Verdict("DRA-EVERY-FAILING-CLAIM-NAMED", "crio-1.36")
-	if v.State != Fail || !strings.Contains(v.Unexpected, "not the way the expectation says") || !strings.Contains(v.Unexpected, "Timed out after 120s. Expected") {
+	if v.State != Fail || !strings.Contains(v.Unexpected, "another cause than the expectation names (claim-not-named)") || !strings.Contains(v.Unexpected, "cause not-running") {
 		t.Errorf("%+v", v)
 	}
-	if _, err := ParseExpectations([]byte("stack: a-1.1\nexpect:\n- {requirement: DRA-TRANSIENT-RETRIED, verdict: fail, message: \"(\", reason: r, reference: \"https://x\"}\n"), "bad"); err == nil {
-		t.Error("a message that is no regular expression: no error")
+}
+
+// TestHarnessFailureIsNeverExpected: a failure of faultline's own machinery
+// (recorded as harness, or with no cause at all) is unexpected whatever
+// the expectation, and says so; an unexpected failure names its cause.
+func TestHarnessFailureIsNeverExpected(t *testing.T) {
+	x := mustExpect(t, testExpectations)
+	for _, cause := range []string{requirements.HarnessCause, ""} {
+		s := spec(Fail, 1, "DRA-EVERY-FAILING-CLAIM-NAMED")
+		s.Cause = cause
+		v := Build([]Run{stackRun("containerd-1.36", s)}, x, Header{}).Verdict("DRA-EVERY-FAILING-CLAIM-NAMED", "containerd-1.36")
+		if v.State != Fail || !strings.Contains(v.Unexpected, "faultline's own machinery (cause harness)") {
+			t.Errorf("cause %q: %+v", cause, v)
+		}
+	}
+	v := Build([]Run{stackRun("containerd-1.36", spec(Fail, 1, "DRA-TRANSIENT-RETRIED"))}, x, Header{}).Verdict("DRA-TRANSIENT-RETRIED", "containerd-1.36")
+	if !strings.Contains(v.Unexpected, "fail (cause started-unprepared), and no expectation") {
+		t.Errorf("an unexpected failure does not name its cause: %q", v.Unexpected)
 	}
 }

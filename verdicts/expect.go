@@ -5,7 +5,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -26,10 +25,32 @@ type Expectation struct {
 	Reference string `json:"reference"`
 	// Evidence says which runs showed a varying verdict.
 	Evidence string `json:"evidence,omitempty"`
-	// Message, a regular expression, must match the message of every
-	// failing spec of the requirement: a failure of another kind is
-	// unexpected.
-	Message string `json:"message,omitempty"`
+	// Causes name the ways the stack is known to break the requirement
+	// (causes the requirement declares in requirements/catalogue.yaml):
+	// every failing spec of the requirement must have failed with one of
+	// them, and a failure with another cause is unexpected. Required where
+	// a failure is expected; requirements.HarnessCause is never expected.
+	Causes []string `json:"causes,omitempty"`
+}
+
+// AllowsFail says whether the expectation accepts a failure.
+func (e Expectation) AllowsFail() bool {
+	for _, s := range e.Allowed() {
+		if s == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// Expects says whether cause is one the expectation names.
+func (e Expectation) Expects(cause string) bool {
+	for _, c := range e.Causes {
+		if c == cause {
+			return true
+		}
+	}
+	return false
 }
 
 // The verdicts an expectation may name.
@@ -84,9 +105,12 @@ func (x *Expectations) For(id string) *Expectation {
 }
 
 // ParseExpectations reads one stack's expectations strictly: unknown
-// fields, unknown requirements, a requirement named twice, a known failure
-// without its reason and reference, and "varies" without two outcomes are
-// errors.
+// fields (a "message" pattern among them: failures are matched by cause,
+// never by their text), unknown requirements, a requirement named twice, a
+// known failure without its reason and reference, "varies" without two
+// outcomes, an expected failure without causes, a cause its requirement
+// does not declare, the cause harness, and causes where no failure is
+// expected are errors.
 func ParseExpectations(data []byte, file string) (*Expectations, error) {
 	var x Expectations
 	if err := yaml.UnmarshalStrict(data, &x); err != nil {
@@ -136,11 +160,7 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 		default:
 			errs = append(errs, fmt.Sprintf("%s: verdict %q: want %q, %q, %q or %q", where, e.Verdict, ExpectFail, ExpectNotImplemented, ExpectSkipped, ExpectVaries))
 		}
-		if e.Message != "" {
-			if _, err := regexp.Compile(e.Message); err != nil {
-				errs = append(errs, fmt.Sprintf("%s: message: %v", where, err))
-			}
-		}
+		errs = append(errs, checkCauses(where, e)...)
 		if strings.TrimSpace(e.Reason) == "" {
 			errs = append(errs, where+": the reason is required")
 		}
@@ -152,6 +172,33 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 		return nil, fmt.Errorf("%s:\n  %s", file, strings.Join(errs, "\n  "))
 	}
 	return &x, nil
+}
+
+// checkCauses: an expected failure names its causes, each declared by the
+// requirement, none twice, never harness; nothing else names causes.
+func checkCauses(where string, e Expectation) []string {
+	var errs []string
+	r, known := requirements.Lookup(e.Requirement)
+	declared := strings.Join(r.CauseIDs(), ", ")
+	switch {
+	case !e.AllowsFail() && len(e.Causes) > 0:
+		return []string{where + ": causes go with an expected failure only (verdict fail, or varies with outcome fail)"}
+	case e.AllowsFail() && len(e.Causes) == 0:
+		errs = append(errs, fmt.Sprintf("%s: an expected failure needs its causes (of %s: %s): without them any failure, faultline's own included, would pass for the known one", where, e.Requirement, declared))
+	}
+	seen := map[string]bool{}
+	for _, c := range e.Causes {
+		switch {
+		case c == requirements.HarnessCause:
+			errs = append(errs, fmt.Sprintf("%s: cause %s is faultline's own failure, never expected", where, c))
+		case seen[c]:
+			errs = append(errs, fmt.Sprintf("%s: cause %s named twice", where, c))
+		case known && !r.Declares(c):
+			errs = append(errs, fmt.Sprintf("%s: cause %q is not one %s declares (%s)", where, c, e.Requirement, declared))
+		}
+		seen[c] = true
+	}
+	return errs
 }
 
 // ExpectationSet is the expectations of every stack a run knows of.

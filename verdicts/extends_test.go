@@ -17,10 +17,12 @@ expect:
   reference: https://example.com/a
 - requirement: DRA-EVERY-FAILING-CLAIM-NAMED
   verdict: fail
+  causes: [claim-not-named]
   reason: r
   reference: https://example.com/b
 - requirement: DRA-DEADLINE-ERROR-NAMED
   verdict: fail
+  causes: [driver-not-named]
   reason: r
   reference: https://example.com/c
 `

@@ -25,6 +25,10 @@ const (
 	// NotImplemented: the stack lacks the feature the requirement is about
 	// (suites/harness.NotImplemented).
 	NotImplemented State = "not implemented"
+	// Inconclusive: what the spec's verdict rests on did not happen (the
+	// fault did not fire, the deadline did not pass: suites/harness.Premise),
+	// so the spec says nothing about the requirement.
+	Inconclusive State = "inconclusive"
 	// Skipped: a precondition of this cluster is missing (the reason says
 	// which).
 	Skipped State = "skipped"
@@ -33,11 +37,22 @@ const (
 )
 
 // States lists every state.
-var States = []State{Pass, Fail, KnownDiscrepancy, NotImplemented, Skipped, Pending}
+var States = []State{Pass, Fail, KnownDiscrepancy, NotImplemented, Inconclusive, Skipped, Pending}
+
+// Checked says whether a verdict in state s says something about the
+// requirement: pass, fail, known discrepancy or not implemented. A skipped
+// or inconclusive one does not; a pending one was not asked to.
+func (s State) Checked() bool {
+	return s == Pass || s == Fail || s == KnownDiscrepancy || s == NotImplemented
+}
 
 // NotImplementedPrefix starts the skip message of a spec whose requirement
 // the stack does not implement (suites/harness.NotImplemented).
 const NotImplementedPrefix = "not implemented: "
+
+// InconclusivePrefix starts the skip message of a spec whose premise did
+// not happen (suites/harness.Premise).
+const InconclusivePrefix = "inconclusive: "
 
 // Report entry names the suites write and this package reads.
 const (
@@ -47,7 +62,35 @@ const (
 	// DumpEntry holds where a failed spec's dump went, relative to the
 	// directory of the run's Ginkgo report.
 	DumpEntry = "faultline.dump"
+	// CauseEntry marks where a spec's check of one cause begins (a
+	// CauseMark with Open) and ends (without), in the order the spec ran
+	// them (suites/harness.Cause): a failure is the cause's of the check
+	// still open, and requirements.HarnessCause outside every check.
+	CauseEntry = "faultline.cause"
+	// PremiseEntry holds a Premise: what a spec's verdict rests on, whether
+	// it happened and the evidence, added whether or not it did.
+	PremiseEntry = "faultline.premise"
 )
+
+// Premise is what a spec's verdict rests on (suites/harness.Premise).
+type Premise struct {
+	// Name says what had to happen ("the caller's deadline ended the
+	// request").
+	Name     string `json:"name"`
+	Happened bool   `json:"happened"`
+	// Evidence is what the spec saw, either way.
+	Evidence string `json:"evidence"`
+}
+
+// CauseMark is the value of a CauseEntry.
+type CauseMark struct {
+	// Cause is a cause the spec's requirement declares, or
+	// requirements.HarnessCause for faultline's own step inside a check.
+	Cause string `json:"cause"`
+	// Open: the check begins; its end is a mark of the same cause
+	// without Open.
+	Open bool `json:"open,omitempty"`
+}
 
 // StackInfo is what was tested on one cluster, as its API shows it.
 type StackInfo struct {
@@ -113,11 +156,15 @@ type Spec struct {
 	Name         string   `json:"name"`
 	Location     string   `json:"location"`
 	Requirements []string `json:"requirements,omitempty"`
-	// State is pass, fail, not implemented, skipped or pending: what the
-	// spec showed, before any expectation.
+	// State is pass, fail, not implemented, inconclusive, skipped or
+	// pending: what the spec showed, before any expectation.
 	State State `json:"state"`
 	// Message is the failure message or the skip's reason.
-	Message  string        `json:"message,omitempty"`
+	Message string `json:"message,omitempty"`
+	// Cause names why a failed spec failed: a cause its requirement
+	// declares (requirements/catalogue.yaml), or requirements.HarnessCause
+	// for a failure of faultline's own machinery; empty unless it failed.
+	Cause    string        `json:"cause,omitempty"`
 	Duration time.Duration `json:"duration"`
 	// Run numbers the repetition (1..N).
 	Run int `json:"run"`

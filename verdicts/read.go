@@ -1,8 +1,10 @@
 package verdicts
 
 import (
+	"bytes"
 	"compress/gzip"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -14,6 +16,101 @@ import (
 
 	"github.com/faultline-k8s/faultline/requirements"
 )
+
+// Limits on what faultline reads of files it did not necessarily write (a
+// run's artifacts directory, --baseline): each is far above what a real run
+// writes, and low enough that a damaged or hostile file (a gzip bomb) fails
+// with an error naming it instead of exhausting memory. Measured on the
+// recorded runs (testdata): the largest Ginkgo JSON report, every suite on
+// one stack, is 1.2 MB (85 kB gzipped); report.json is 86 kB per stack,
+// 0.6 MB for nine stacks; run.json under 1 kB.
+const (
+	// MaxGinkgoReportBytes caps a Ginkgo JSON report, and separately what a
+	// gzipped one decompresses to: 50 times the largest recorded.
+	MaxGinkgoReportBytes = 64 << 20
+	// MaxArtifactsBytes caps the Ginkgo reports one run.json names, read
+	// and decompressed together, so a manifest that names one large report
+	// thousands of times cannot keep faultline reading for hours. A
+	// --repeat 10 run on four stacks reads about 50 MB.
+	MaxArtifactsBytes = 1 << 30
+	// MaxManifestBytes caps run.json: a few hundred bytes per stack.
+	MaxManifestBytes = 1 << 20
+	// MaxReportBytes caps a report.json read back (--baseline): 100 times
+	// a nine-stack report.
+	MaxReportBytes = 64 << 20
+)
+
+// TooLargeError says a file holds more than faultline reads of it (the
+// Max*Bytes limits).
+type TooLargeError struct {
+	// File is the file as named to the reader.
+	File string
+	// Limit is the limit it went over, in bytes.
+	Limit int64
+	msg   string
+}
+
+func (e *TooLargeError) Error() string { return e.File + ": " + e.msg }
+
+// tooLarge makes the error a cappedReader returns; format has one %s, the
+// limit.
+func tooLarge(file string, limit int64, format string) *TooLargeError {
+	return &TooLargeError{File: file, Limit: limit, msg: fmt.Sprintf(format, byteSize(limit))}
+}
+
+func byteSize(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// cappedReader reads at most left bytes of r and then fails with tooLarge
+// if r has more: unlike io.LimitReader, a file over the limit is an error,
+// never silently cut short.
+type cappedReader struct {
+	r        io.Reader
+	left     int64
+	n        int64 // read so far
+	tooLarge error
+}
+
+func (c *cappedReader) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		// One byte more tells a file of exactly the limit from a larger one.
+		var one [1]byte
+		n, err := c.r.Read(one[:])
+		if n > 0 {
+			return 0, c.tooLarge
+		}
+		return 0, err
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	c.n += int64(n)
+	return n, err
+}
+
+// readCapped reads all of r, refusing more than limit bytes.
+func readCapped(r io.Reader, name string, limit int64, of string) ([]byte, error) {
+	data, err := io.ReadAll(&cappedReader{r: r, left: limit, tooLarge: tooLarge(name, limit, "larger than %s, the most faultline reads of "+of)})
+	if err != nil {
+		return nil, fileError(name, err)
+	}
+	return data, nil
+}
+
+// fileError names the file in err, unless err already does.
+func fileError(name string, err error) error {
+	var tl *TooLargeError
+	if errors.As(err, &tl) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
+}
 
 // Run is what one run of the test binary against one cluster showed: its
 // stack and every selected spec's result.
@@ -42,29 +139,52 @@ func ReadGinkgoFile(path string, run int, stackKey string) (Run, error) {
 }
 
 // ReadGinkgoReports reads Ginkgo's own report types from a JSON report,
-// gzipped if its name ends in .gz.
+// gzipped if its name ends in .gz. It reads at most MaxGinkgoReportBytes
+// of the file and of what it decompresses to.
 func ReadGinkgoReports(path string) ([]types.Report, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	var r io.Reader = f
-	if strings.HasSuffix(path, ".gz") {
-		z, err := gzip.NewReader(f)
+	reports, _, err := readGinkgoReports(f, path, MaxGinkgoReportBytes)
+	return reports, err
+}
+
+// readGinkgoReports reads a Ginkgo JSON report from r, gzipped if name ends
+// in .gz, refusing one of more than limit bytes (the file, and what it
+// decompresses to). It returns how many bytes it read and decompressed, so
+// that a caller can hold several reports to a total.
+func readGinkgoReports(r io.Reader, name string, limit int64) ([]types.Report, int64, error) {
+	of := "the most faultline reads of a Ginkgo JSON report"
+	file := &cappedReader{r: r, left: limit, tooLarge: tooLarge(name, limit, "larger than %s, "+of)}
+	src, gz := io.Reader(file), strings.HasSuffix(name, ".gz")
+	if gz {
+		z, err := gzip.NewReader(file)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
+			return nil, file.n, fileError(name, err)
 		}
-		r = z
+		defer z.Close()
+		// The decompressed stream has its own cap: a few kilobytes of gzip
+		// can stand for gigabytes.
+		src = &cappedReader{r: z, left: limit, tooLarge: tooLarge(name, limit, "decompresses to more than %s, "+of)}
+	}
+	data, err := io.ReadAll(src)
+	used := file.n
+	if gz {
+		used += int64(len(data))
+	}
+	if err != nil {
+		return nil, used, fileError(name, err)
 	}
 	var reports []types.Report
-	if err := json.NewDecoder(r).Decode(&reports); err != nil {
-		return nil, fmt.Errorf("%s: not a Ginkgo JSON report: %w", path, err)
+	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&reports); err != nil {
+		return nil, used, fmt.Errorf("%s: not a Ginkgo JSON report: %w", name, err)
 	}
 	if len(reports) == 0 {
-		return nil, fmt.Errorf("%s: holds no suite", path)
+		return nil, used, fmt.Errorf("%s: holds no suite", name)
 	}
-	return reports, nil
+	return reports, used, nil
 }
 
 // FromGinkgo reads Ginkgo's reports of one run.
@@ -197,6 +317,8 @@ func specOf(sr types.SpecReport, run int) Spec {
 	case types.SpecStateSkipped:
 		if why, ok := strings.CutPrefix(s.Message, NotImplementedPrefix); ok {
 			s.State, s.Message = NotImplemented, why
+		} else if why, ok := strings.CutPrefix(s.Message, InconclusivePrefix); ok {
+			s.State, s.Message = Inconclusive, why
 		} else {
 			s.State = Skipped
 		}
@@ -205,6 +327,7 @@ func specOf(sr types.SpecReport, run int) Spec {
 		if s.Message == "" {
 			s.Message = sr.State.String()
 		}
+		s.Cause = causeOf(sr)
 	}
 	for _, e := range sr.ReportEntries {
 		var dir string

@@ -222,6 +222,11 @@ func TestCRIProxy(t *testing.T) {
 	if len(seen) != 1 || len(seen[0].Get(control.MetadataKey)) != 0 || strings.Join(seen[0].Get("containerd-namespace"), ",") != "k8s.io" {
 		t.Errorf("the runtime must see the caller's metadata without the token: %v", seen)
 	}
+	// CRI-O resets the connection of a request of any other content type
+	// (a forced codec would send "application/grpc+proto").
+	if len(seen) == 1 && strings.Join(seen[0].Get("content-type"), ",") != "application/grpc" {
+		t.Errorf("the runtime must get the content type a CRI client sends, application/grpc: got %v", seen[0].Get("content-type"))
+	}
 	if _, err := cri.Status(callCtx, &runtimeapi.StatusRequest{}); status.Code(err) != codes.Unimplemented {
 		t.Errorf("the runtime's status must come back: %v", err)
 	}

@@ -18,8 +18,10 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/control"
 )
@@ -31,14 +33,26 @@ const maxMessage = 64 << 20
 // frame is one message's bytes.
 type frame struct{ b []byte }
 
-// rawCodec passes frames through unchanged. It is named "proto" so that the
-// runtime sees the content type a CRI client sends.
+// rawCodec passes frames through unchanged. It is registered as this
+// process's "proto" codec rather than forced on the calls: a forced codec
+// makes gRPC send the content type "application/grpc+proto", and CRI-O
+// (1.36) resets the connection of any request whose content type is not
+// exactly "application/grpc" (seen here: every call through the relay
+// failed with "connection reset by peer" while the same call straight to
+// the socket answered). Anything but a frame is a protobuf message,
+// marshalled as the codec it replaces would.
 type rawCodec struct{}
+
+func init() { encoding.RegisterCodec(rawCodec{}) }
 
 func (rawCodec) Marshal(v any) ([]byte, error) {
 	f, ok := v.(*frame)
 	if !ok {
-		return nil, status.Errorf(codes.Internal, "relay: cannot send %T", v)
+		m, ok := v.(proto.Message)
+		if !ok {
+			return nil, status.Errorf(codes.Internal, "relay: cannot send %T", v)
+		}
+		return proto.Marshal(m)
 	}
 	return f.b, nil
 }
@@ -46,7 +60,11 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 func (rawCodec) Unmarshal(data []byte, v any) error {
 	f, ok := v.(*frame)
 	if !ok {
-		return status.Errorf(codes.Internal, "relay: cannot receive into %T", v)
+		m, ok := v.(proto.Message)
+		if !ok {
+			return status.Errorf(codes.Internal, "relay: cannot receive into %T", v)
+		}
+		return proto.Unmarshal(data, m)
 	}
 	// data belongs to gRPC's buffer pool once Unmarshal returns.
 	f.b = append([]byte(nil), data...)
@@ -60,7 +78,7 @@ func (rawCodec) Name() string { return "proto" }
 func newCRIProxy(socket string, v *control.Verifier) (*grpc.Server, *grpc.ClientConn, error) {
 	backend, err := grpc.NewClient("unix://"+socket,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxMessage), grpc.MaxCallSendMsgSize(maxMessage)),
 		// A restarted runtime must be reached again within a second or so,
 		// as a fresh dial per connection did (the CRI suite restarts it).
 		grpc.WithConnectParams(grpc.ConnectParams{

@@ -55,6 +55,7 @@ func init() {
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
 			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
 			fs.StringVar(&o.Expectations, "expectations", "", "judge by these expectations (a file or a directory of <runtime>-<major.minor>.yaml) instead of the built-in ones")
+			fs.BoolVar(&o.AllowIncomplete, "allow-incomplete", false, "exit 0, not 4, when a selected requirement was not checked (skipped or inconclusive) and nothing is unexpected; the report says so either way")
 			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: clusters/facts, 2s)")
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)

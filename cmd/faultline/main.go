@@ -42,7 +42,7 @@ func usage() {
 		fmt.Fprintf(os.Stderr, "  %-18s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\n'faultline <command> -h' lists a command's flags.\n")
-	fmt.Fprintf(os.Stderr, "exit codes: 0 done (e2e, report: no unexpected verdict), 1 unexpected verdicts, 2 bad input,\n3 the command failed (e.g. a cluster could not be made), 130/143 interrupted\n")
+	fmt.Fprintf(os.Stderr, "exit codes: 0 done (e2e, report: no unexpected verdict, every selected requirement checked), 1 unexpected verdicts, 2 bad input,\n3 the command failed (e.g. a cluster could not be made), 4 incomplete: a selected requirement was not checked\n(skipped or inconclusive; --allow-incomplete accepts that), 130/143 interrupted\n")
 }
 
 func main() {
@@ -76,15 +76,29 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "faultline %s: %v\n", os.Args[1], err)
-		var usage usageError
-		switch {
-		case errors.As(err, &usage):
-			os.Exit(2)
-		case errors.Is(err, verdicts.ErrUnexpected):
-			os.Exit(1)
+		if errors.Is(err, verdicts.ErrIncomplete) && !errors.Is(err, verdicts.ErrUnexpected) {
+			fmt.Fprintf(os.Stderr, "faultline %s: --allow-incomplete accepts a run that checked less than it selected\n", os.Args[1])
 		}
-		os.Exit(3)
+		os.Exit(exitCode(err))
 	}
+}
+
+// exitCode maps a command's error to its exit code: bad input 2, an
+// unexpected verdict 1 (also when the run is incomplete too), an incomplete
+// run 4, anything else 3 (the command failed).
+func exitCode(err error) int {
+	var usage usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &usage):
+		return 2
+	case errors.Is(err, verdicts.ErrUnexpected):
+		return verdicts.ExitUnexpected
+	case errors.Is(err, verdicts.ErrIncomplete):
+		return verdicts.ExitIncomplete
+	}
+	return 3
 }
 
 // parseInterspersed parses flags before and after positional arguments

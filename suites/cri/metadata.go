@@ -47,8 +47,13 @@ type containerdStore struct {
 	// deleted by a later list that lacks them.
 	listedOnce map[string]bool
 	lastErr    error
-	stop       context.CancelFunc
-	done       chan struct{}
+	// lastErrAt is when lastErr came; upSince when the events stream last
+	// subscribed, zero while it is down. Together they tell whether the
+	// witness saw everything since a time (gap).
+	lastErrAt time.Time
+	upSince   time.Time
+	stop      context.CancelFunc
+	done      chan struct{}
 }
 
 // watchContainerdStore starts following containerd's store; stop it with
@@ -91,6 +96,9 @@ func (s *containerdStore) follow(ctx context.Context) {
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		err := s.subscribe(ctx)
+		s.mu.Lock()
+		s.upSince = time.Time{}
+		s.mu.Unlock()
 		s.note(err)
 		select {
 		case <-ctx.Done():
@@ -107,6 +115,9 @@ func (s *containerdStore) subscribe(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.upSince = time.Now()
+	s.mu.Unlock()
 	for {
 		env, err := stream.Recv()
 		if err != nil {
@@ -207,8 +218,52 @@ func (s *containerdStore) note(err error) {
 		return
 	}
 	s.mu.Lock()
-	s.lastErr = err
+	s.lastErr, s.lastErrAt = err, time.Now()
 	s.mu.Unlock()
+}
+
+// errWitnessGap says containerd's store witness may have missed a
+// container: its port-forward, events stream or list failed. What the
+// witness did not see then is unknown, never "not stored": a spec that
+// needs it fails as faultline's own failure.
+var errWitnessGap = errors.New("containerd's store witness was interrupted")
+
+// gap returns an errWitnessGap error when the witness may have missed a
+// container stored at or after since: the events stream is down or was
+// subscribed only after since, or the stream or the list failed since.
+func (s *containerdStore) gap(since time.Time) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.upSince.IsZero():
+		return fmt.Errorf("%w: its events stream is down (last error: %v)", errWitnessGap, s.lastErr)
+	case s.upSince.After(since):
+		return fmt.Errorf("%w: its events stream subscribed again at %s, after %s (last error: %v)",
+			errWitnessGap, s.upSince.Format("15:04:05.000"), since.Format("15:04:05.000"), s.lastErr)
+	case s.lastErr != nil && !s.lastErrAt.Before(since):
+		return fmt.Errorf("%w at %s: %v", errWitnessGap, s.lastErrAt.Format("15:04:05.000"), s.lastErr)
+	}
+	return nil
+}
+
+// subscribed waits until the events stream is up, so that a gap is not
+// just its start.
+func (s *containerdStore) subscribed(ctx context.Context, within time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	for {
+		s.mu.Lock()
+		up, last := !s.upSince.IsZero(), s.lastErr
+		s.mu.Unlock()
+		if up {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("containerd's events stream did not subscribe within %s (last error: %v)", within, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // createdIDs returns the containers containerd stored for the token so far.
@@ -236,5 +291,8 @@ func (s *containerdStore) String() string {
 		}
 	}
 	sort.Strings(gone)
-	return fmt.Sprintf("containerd stored %v, deleted %v (last witness error: %v)", s.created, gone, s.lastErr)
+	if s.lastErr == nil {
+		return fmt.Sprintf("containerd stored %v, deleted %v (no witness error)", s.created, gone)
+	}
+	return fmt.Sprintf("containerd stored %v, deleted %v (last witness error at %s: %v)", s.created, gone, s.lastErrAt.Format("15:04:05.000"), s.lastErr)
 }

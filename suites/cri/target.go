@@ -70,6 +70,7 @@ func newTarget(ctx context.Context, f *framework.Framework, n *node, stage strin
 			return nriAttempt(ctx, n, hostUID, id)
 		})
 		ginkgo.DeferCleanup(t.store.close)
+		framework.ExpectNoError(t.store.subscribed(ctx, 30*time.Second), "containerd's store witness")
 	}
 	return t
 }
@@ -107,7 +108,8 @@ func nriCreates(ctx context.Context, n *node, hostUID string) ([]string, error) 
 // containerd's store on the NRI path, runc-slow's OCI creates elsewhere.
 func (t *target) created(ctx context.Context) ([]string, error) {
 	if t.store != nil {
-		return t.store.createdIDs(), nil
+		// A gap may hide a container: the list would be short.
+		return t.store.createdIDs(), t.store.gap(t.sent)
 	}
 	return t.started(ctx)
 }
@@ -276,6 +278,11 @@ func (t *target) finished(ctx context.Context) (bool, error) {
 			return true, nil
 		}
 		if time.Since(t.sent) > t.slow.Delay+abandonGrace {
+			// "Never stored" needs a witness that saw everything since the
+			// request: one that was interrupted may have missed it.
+			if err := t.store.gap(t.sent); err != nil {
+				return false, err
+			}
 			return false, fmt.Errorf("%w: %s never stored the container %s that the timed-out request began (%s after the request, its delay was %s): "+
 				"it gave the creation up when the caller's deadline passed, so nothing is kept for the retry", errAbandoned, t.node.Runtime, ids[0], time.Since(t.sent).Round(time.Second), t.slow.Delay)
 		}
@@ -310,7 +317,14 @@ func (t *target) removed(ctx context.Context, id string) (bool, error) {
 	}
 	if t.store != nil {
 		stored, deleted := t.store.stored(id)
-		return !stored || deleted, nil
+		if !stored {
+			// Never stored, unless the witness missed it.
+			if err := t.store.gap(t.sent); err != nil {
+				return false, err
+			}
+			return true, nil
+		}
+		return deleted, nil
 	}
 	records, err := t.node.ociRecords(ctx, t.token)
 	for _, r := range records {

@@ -68,7 +68,8 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			_, err = cs.AppsV1().Deployments(ns).Create(ctx, deployment, metav1.CreateOptions{})
 			framework.ExpectNoError(err)
 
-			old := runningDeploymentPod(ctx, f, labels, "", scheduleTimeout+startSlack)
+			var old *v1.Pod
+			harness.Cause("not-running", func() { old = runningDeploymentPod(ctx, f, labels, "", scheduleTimeout+startSlack) })
 			claimName := podClaimName(old, "dev")
 			claim, devs := allocatedByName(ctx, f, claimName, firstDriver)
 			gomega.Expect(devs).To(gomega.HaveLen(1))
@@ -88,7 +89,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			failedAt := time.Now()
 			state, err := draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNoExecute, message)
 			ginkgo.DeferCleanup(func(ctx context.Context) error { return repairDevice(ctx, cs, firstDriver, node, dev.Device) })
-			framework.ExpectNoError(err)
+			harness.Ours(err)
 			gomega.Expect(state.PreparedFor).To(gomega.ContainElement(gomega.HaveField("UID", string(claim.UID))),
 				"the driver knows the device is prepared for the pod's claim")
 
@@ -112,7 +113,9 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 				gomega.And(gomega.HavePrefix("False/DeviceFailed: "), gomega.ContainSubstring(message))))
 
 			ginkgo.By("the pod is evicted")
-			framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, cs, old.Name, ns, evictionTimeout), "the eviction controller must delete pod %s", old.Name)
+			harness.Cause("not-evicted", func() {
+				framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, cs, old.Name, ns, evictionTimeout), "the eviction controller must delete pod %s", old.Name)
+			})
 			report("eviction", "pod %s gone %s after the device failed", old.Name, time.Since(failedAt).Round(time.Second))
 			var reasons, health []string
 			for _, p := range podVersions() {
@@ -136,32 +139,44 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			// device's health before the pod was gone is a race; the
 			// health spec checks it without eviction.
 			report("evicted pod's device health", "%q", health)
-			gomega.Expect(reasons).To(gomega.ContainElement(gomega.HavePrefix("DeletionByDeviceTaintManager")),
-				"the pod was evicted by the device taint eviction controller")
+			harness.Cause("not-evicted", func() {
+				gomega.Expect(reasons).To(gomega.ContainElement(gomega.HavePrefix("DeletionByDeviceTaintManager")),
+					"the pod was evicted by the device taint eviction controller")
+			})
 
 			ginkgo.By("the evicted pod's claim was unprepared")
 			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			framework.ExpectNoError(err)
-			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
+			harness.Ours(err)
+			harness.Cause("not-unprepared", func() {
+				gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}),
+					"the evicted pod's claim unprepared once")
+			})
 
 			ginkgo.By("the replacement pod runs on a healthy device")
-			repl := runningDeploymentPod(ctx, f, labels, old.UID, evictionTimeout+scheduleTimeout+startSlack)
+			var repl *v1.Pod
+			harness.Cause("not-running", func() {
+				repl = runningDeploymentPod(ctx, f, labels, old.UID, evictionTimeout+scheduleTimeout+startSlack)
+			})
 			_, replDevs := allocatedByName(ctx, f, podClaimName(repl, "dev"), firstDriver)
 			gomega.Expect(replDevs).To(gomega.HaveLen(1))
-			gomega.Expect(deviceID(replDevs[0])).NotTo(gomega.Equal(deviceID(dev)), "the replacement must not get the failed device")
+			harness.Cause("failed-device-reallocated", func() {
+				gomega.Expect(deviceID(replDevs[0])).NotTo(gomega.Equal(deviceID(dev)), "the replacement must not get the failed device")
+			})
 			report("replacement", "pod %s runs on %s, %s after the device failed", repl.Name, deviceID(replDevs[0]), time.Since(failedAt).Round(time.Second))
 
 			ginkgo.By("no claim in the cluster is allocated the failed device")
 			all, err := cs.ResourceV1().ResourceClaims(metav1.NamespaceAll).List(ctx, metav1.ListOptions{})
-			framework.ExpectNoError(err)
-			for _, c := range all.Items {
-				if c.Status.Allocation == nil {
-					continue
+			harness.Ours(err)
+			harness.Cause("failed-device-reallocated", func() {
+				for _, c := range all.Items {
+					if c.Status.Allocation == nil {
+						continue
+					}
+					for _, r := range c.Status.Allocation.Devices.Results {
+						gomega.Expect(deviceID(r)).NotTo(gomega.Equal(deviceID(dev)), "claim %s/%s was allocated the failed device", c.Namespace, c.Name)
+					}
 				}
-				for _, r := range c.Status.Allocation.Devices.Results {
-					gomega.Expect(deviceID(r)).NotTo(gomega.Equal(deviceID(dev)), "claim %s/%s was allocated the failed device", c.Namespace, c.Name)
-				}
-			}
+			})
 			devices, err := draClient().On(node, firstDriver).Devices(ctx)
 			framework.ExpectNoError(err)
 			i := slices.IndexFunc(devices, func(d driver.DeviceState) bool { return d.Device == dev.Device })
@@ -184,22 +199,27 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 			failedAt := time.Now()
 			_, err := draClient().On(node, firstDriver).FailDevice(ctx, dev.Device, faultspec.TaintNone, message)
 			ginkgo.DeferCleanup(func(ctx context.Context) error { return repairDevice(ctx, cs, firstDriver, node, dev.Device) })
-			framework.ExpectNoError(err)
+			harness.Ours(err)
 			var got v1.ResourceHealth
-			gomega.Eventually(ctx, func(ctx context.Context) (v1.ResourceHealth, error) {
-				var err error
-				got, err = health(ctx)
-				return got, err
-			}).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.And(
-				gomega.HaveField("Health", v1.ResourceHealthStatusUnhealthy),
-				gomega.HaveField("Message", gomega.HaveValue(gomega.ContainSubstring(message))),
-			), "pod status must show the failed device, its ID and the driver's message")
+			harness.Cause("not-unhealthy", func() {
+				gomega.Eventually(ctx, func(ctx context.Context) (v1.ResourceHealth, error) {
+					var err error
+					got, err = health(ctx)
+					return got, err
+				}).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.And(
+					gomega.HaveField("Health", v1.ResourceHealthStatusUnhealthy),
+					gomega.HaveField("Message", gomega.HaveValue(gomega.ContainSubstring(message))),
+				), "pod status must show the failed device, its ID and the driver's message")
+			})
 			report("health in pod status", "%s after the failure: %s resourceID=%s health=%s message=%q",
 				time.Since(failedAt).Round(time.Second), name, got.ResourceID, got.Health, ptr.Deref(got.Message, ""))
 
 			ginkgo.By(fmt.Sprintf("%s is repaired and reported Healthy again", id))
-			framework.ExpectNoError(repairDevice(ctx, cs, firstDriver, node, dev.Device))
-			gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
+			harness.Ours(repairDevice(ctx, cs, firstDriver, node, dev.Device))
+			harness.Cause("not-healthy-again", func() {
+				gomega.Eventually(ctx, health).WithTimeout(healthTimeout).WithPolling(time.Second).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy),
+					"the repaired device must be reported Healthy again")
+			})
 		})
 })
 
@@ -235,7 +255,10 @@ func watchHealth(ctx context.Context, f *framework.Framework, prefix string, d d
 	requireHealthGates(ctx, cs, w.node, gateResourceHealth, gateResourceHealthMessage)
 	waitRunning(ctx, f, pod)
 	ginkgo.By(fmt.Sprintf("%s is reported Healthy %s", w.id, while))
-	gomega.Eventually(ctx, w.health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy))
+	harness.Cause("not-reported", func() {
+		gomega.Eventually(ctx, w.health).WithTimeout(healthTimeout).WithPolling(poll).Should(gomega.HaveField("Health", v1.ResourceHealthStatusHealthy),
+			"the pod status must report the working device Healthy")
+	})
 	return w
 }
 

@@ -73,66 +73,72 @@ var _ = describe("device health when the driver's health stream drops", framewor
 				d.Name, node, drop.Time.Format(time.RFC3339), drop.Streams, drop.Until.Format(time.RFC3339))
 			// The drop has fired and runs its course in the driver: the
 			// trigger's device goes back to the parallel specs now.
-			framework.ExpectNoError(cs.CoreV1().Pods(triggerPod.Namespace).Delete(ctx, triggerPod.Name, metav1.DeleteOptions{}))
-			framework.ExpectNoError(cs.ResourceV1().ResourceClaims(trigger.Namespace).Delete(ctx, trigger.Name, metav1.DeleteOptions{}))
+			harness.Ours(cs.CoreV1().Pods(triggerPod.Namespace).Delete(ctx, triggerPod.Name, metav1.DeleteOptions{}))
+			harness.Ours(cs.ResourceV1().ResourceClaims(trigger.Namespace).Delete(ctx, trigger.Name, metav1.DeleteOptions{}))
 
 			ginkgo.By(fmt.Sprintf("the pod status shows %s Unknown while the stream is down (the kubelet publishes it at the pod's next sync, within %s)", id, prepareRetryMax))
 			var last v1.ResourceHealth
-			gomega.Eventually(ctx, func(ctx context.Context) (v1.ResourceHealthStatus, error) {
-				h, err := health(ctx)
-				last = h
-				return h.Health, err
-			}).WithTimeout(healthStreamDown).WithPolling(poll).Should(gomega.Equal(v1.ResourceHealthStatusUnknown), func() string {
-				return fmt.Sprintf("%s's health stream on %s was down for %s (reconnects refused), but the pod status kept showing %s as %q: "+
-					"the kubelet forgets a driver's device health when its stream ends (clearDriver), and must show the device Unknown by the pod's next sync",
-					d.Name, node, healthStreamDown, id, last.Health)
+			harness.Cause("not-unknown", func() {
+				gomega.Eventually(ctx, func(ctx context.Context) (v1.ResourceHealthStatus, error) {
+					h, err := health(ctx)
+					last = h
+					return h.Health, err
+				}).WithTimeout(healthStreamDown).WithPolling(poll).Should(gomega.Equal(v1.ResourceHealthStatusUnknown), func() string {
+					return fmt.Sprintf("%s's health stream on %s was down for %s (reconnects refused), but the pod status kept showing %s as %q: "+
+						"the kubelet forgets a driver's device health when its stream ends (clearDriver), and must show the device Unknown by the pod's next sync",
+						d.Name, node, healthStreamDown, id, last.Health)
+				})
 			})
 			report("Unknown in pod status", "%s after the drop", time.Since(drop.Time).Round(time.Second))
 
 			ginkgo.By(fmt.Sprintf("once the driver serves the stream again the kubelet reconnects (every %s), and the pod status shows %s Healthy", healthReconnectPeriod, id))
 			var reconnected *driver.StreamEvent
 			var refused []driver.StreamEvent
-			gomega.Eventually(ctx, func(ctx context.Context) error {
-				// Health first: a Healthy read before a reconnect that
-				// the record shows afterwards is not a false alarm.
-				h, err := health(ctx)
-				if err != nil {
-					return err
-				}
-				events, err := streams(ctx)
-				if err != nil {
-					return err
-				}
-				reconnected, refused = nil, nil
-				for i, e := range events {
-					if !e.Time.After(drop.Time) {
-						continue
+			harness.Cause("not-recovered", func() {
+				gomega.Eventually(ctx, func(ctx context.Context) error {
+					// Health first: a Healthy read before a reconnect that
+					// the record shows afterwards is not a false alarm.
+					h, err := health(ctx)
+					if err != nil {
+						return err
 					}
-					switch e.Event {
-					case driver.StreamRefused:
-						refused = append(refused, e)
-					case driver.StreamOpened:
-						if reconnected == nil {
-							reconnected = &events[i]
+					events, err := streams(ctx)
+					if err != nil {
+						return err
+					}
+					reconnected, refused = nil, nil
+					for i, e := range events {
+						if !e.Time.After(drop.Time) {
+							continue
+						}
+						switch e.Event {
+						case driver.StreamRefused:
+							refused = append(refused, e)
+						case driver.StreamOpened:
+							if reconnected == nil {
+								reconnected = &events[i]
+							}
 						}
 					}
-				}
-				switch {
-				case reconnected == nil && h.Health == v1.ResourceHealthStatusHealthy:
-					return gomega.StopTrying(fmt.Sprintf("the pod status shows %s Healthy although the kubelet has not reconnected to %s's health stream since it was dropped at %s (%d reconnects refused)",
-						id, d.Name, drop.Time.Format(time.RFC3339), len(refused)))
-				case reconnected == nil:
-					lastTry := "none"
-					if len(refused) > 0 {
-						lastTry = refused[len(refused)-1].Time.Format(time.RFC3339)
+					switch {
+					case reconnected == nil && h.Health == v1.ResourceHealthStatusHealthy:
+						harness.Cause("healthy-before-reconnect", func() {
+							framework.Failf("the pod status shows %s Healthy although the kubelet has not reconnected to %s's health stream since it was dropped at %s (%d reconnects refused)",
+								id, d.Name, drop.Time.Format(time.RFC3339), len(refused))
+						})
+					case reconnected == nil:
+						lastTry := "none"
+						if len(refused) > 0 {
+							lastTry = refused[len(refused)-1].Time.Format(time.RFC3339)
+						}
+						return fmt.Errorf("the kubelet has not reconnected to %s's health stream on %s since the drop at %s (served again from %s): %d reconnects refused, the last at %s",
+							d.Name, node, drop.Time.Format(time.RFC3339), drop.Until.Format(time.RFC3339), len(refused), lastTry)
+					case h.Health != v1.ResourceHealthStatusHealthy:
+						return fmt.Errorf("the kubelet reconnected at %s, but the pod status still shows %s as %q", reconnected.Time.Format(time.RFC3339), id, h.Health)
 					}
-					return fmt.Errorf("the kubelet has not reconnected to %s's health stream on %s since the drop at %s (served again from %s): %d reconnects refused, the last at %s",
-						d.Name, node, drop.Time.Format(time.RFC3339), drop.Until.Format(time.RFC3339), len(refused), lastTry)
-				case h.Health != v1.ResourceHealthStatusHealthy:
-					return fmt.Errorf("the kubelet reconnected at %s, but the pod status still shows %s as %q", reconnected.Time.Format(time.RFC3339), id, h.Health)
-				}
-				return nil
-			}).WithTimeout(healthStreamDown + healthReconnectPeriod + healthTimeout).WithPolling(poll).Should(gomega.Succeed())
+					return nil
+				}).WithTimeout(healthStreamDown + healthReconnectPeriod + healthTimeout).WithPolling(poll).Should(gomega.Succeed())
+			})
 			var gaps []time.Duration
 			for i := 1; i < len(refused); i++ {
 				gaps = append(gaps, refused[i].Time.Sub(refused[i-1].Time))

@@ -64,18 +64,23 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 			k.reRegistered(ctx)
 
 			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			framework.ExpectNoError(err)
+			harness.Ours(err)
 			expectCut(rep, calls.Prepare)
 			report("prepare calls", "%s", describeCalls(rep))
-			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}),
-				"the call the restart cut, then one preparation by the new kubelet, and nothing else")
+			harness.Cause("calls-wrong", func() {
+				gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}),
+					"the call the restart cut, then one preparation by the new kubelet, and nothing else")
+			})
 
 			ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
-			gomega.Consistently(ctx, func(ctx context.Context) (calls.Summary, error) {
-				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-				return rep.Summary, err
-			}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
-				"a prepared claim of a running pod must not be prepared again")
+			harness.Cause("prepared-again", func() {
+				gomega.Consistently(ctx, func(ctx context.Context) calls.Summary {
+					rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+					harness.Ours(err, "read the driver's call record")
+					return rep.Summary
+				}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
+					"a prepared claim of a running pod must not be prepared again")
+			})
 		})
 
 		framework.It("retries a NodeUnprepareResources call the kubelet's restart cut: the pod's deletion completes, and the driver unprepared the claim once", harness.Checks("DRA-KUBELET-RESTART-UNPREPARE"), func(ctx context.Context) {
@@ -88,7 +93,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 			k := kubeletOnNode(ctx, cs, node)
 
 			ginkgo.By(fmt.Sprintf("deleting the pod: its first unprepare call stalls for %s", kubeletRestartStall))
-			framework.ExpectNoError(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
+			harness.Ours(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
 			waitInProgress(ctx, node, firstDriver, string(claim.UID), calls.Unprepare, startSlack)
 			ginkgo.By("restarting the kubelet on " + node + " while the call is in progress")
 			k.restart(ctx)
@@ -99,9 +104,11 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 
 			expectCut(rep, calls.Unprepare)
 			report("calls", "%s", describeCalls(rep))
-			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
-				PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 2, UnprepareFailed: 1, UnprepareSucceeded: 1,
-			}), "the unprepare call the restart cut, then one unpreparation by the new kubelet, and nothing else")
+			harness.Cause("calls-wrong", func() {
+				gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+					PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: 2, UnprepareFailed: 1, UnprepareSucceeded: 1,
+				}), "the unprepare call the restart cut, then one unpreparation by the new kubelet, and nothing else")
+			})
 		})
 	})
 

@@ -35,11 +35,14 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	// often the fake "really" prepared is the fake's own doing (its cache
 	// answers repeats), so it is not asserted: it could never fail.
 	healthyUnpreparedOnce := func(ctx context.Context, node string, healthy *resourceapi.ResourceClaim) {
+		ginkgo.GinkgoHelper()
 		rep, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-		framework.ExpectNoError(err)
+		harness.Ours(err)
 		s := rep.Summary
-		gomega.Expect(s.PrepareCalls).To(gomega.BeNumerically(">=", 1), "the kubelet asks for the healthy driver's claim: %+v", s)
-		gomega.Expect(s.UnprepareCalls).To(gomega.Equal(1), "the kubelet unprepares the healthy driver's claim once: %+v", s)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(s.PrepareCalls).To(gomega.BeNumerically(">=", 1), "the kubelet asks for the healthy driver's claim: %+v", s)
+			gomega.Expect(s.UnprepareCalls).To(gomega.Equal(1), "the kubelet unprepares the healthy driver's claim once: %+v", s)
+		})
 	}
 
 	framework.It("names every failing device of a claim in the error the user sees, and unprepares the healthy driver's claim exactly once", harness.Checks("DRA-EVERY-FAILING-DEVICE-NAMED"), framework.WithLabel("ci"), func(ctx context.Context) {
@@ -62,8 +65,10 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
 		healthyUnpreparedOnce(ctx, node, healthy)
 		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(pair.UID))
-		framework.ExpectNoError(err)
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
+		harness.Ours(err)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1}))
+		})
 	})
 
 	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", harness.Checks("DRA-EVERY-FAILING-CLAIM-NAMED"), func(ctx context.Context) {
@@ -83,19 +88,23 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		var failedCalls []calls.Call
 		for _, c := range []*resourceapi.ResourceClaim{one, two} {
 			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(c.UID))
-			framework.ExpectNoError(err)
-			gomega.Expect(rep.Summary.PrepareFailed).To(gomega.Equal(1), "claim %s failed once", c.Name)
+			harness.Ours(err)
+			harness.Cause("calls-wrong", func() {
+				gomega.Expect(rep.Summary.PrepareFailed).To(gomega.Equal(1), "claim %s failed once", c.Name)
+			})
 			failedCalls = append(failedCalls, rep.Calls[0])
 		}
 		gomega.Expect(failedCalls[0].Time).To(gomega.BeTemporally("~", failedCalls[1].Time, time.Second),
 			"both claims failed in the same call (the kubelet batches a pod's claims per driver)")
 
 		var events []v1.Event
-		gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
-			var err error
-			events, err = prepareEvents(ctx, cs, pod)
-			return events, err
-		}).WithTimeout(time.Minute).WithPolling(poll).ShouldNot(gomega.BeEmpty())
+		harness.Cause("event-missing", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
+				var err error
+				events, err = prepareEvents(ctx, cs, pod)
+				return events, err
+			}).WithTimeout(time.Minute).WithPolling(poll).ShouldNot(gomega.BeEmpty(), "the pod's failed prepare must show in an event")
+		})
 		for i, e := range events {
 			report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
 		}
@@ -105,8 +114,10 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		healthyUnpreparedOnce(ctx, node, healthy)
 		for _, c := range []*resourceapi.ResourceClaim{one, two} {
 			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(c.UID))
-			framework.ExpectNoError(err)
-			gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(1), "claim %s unprepared", c.Name)
+			harness.Ours(err)
+			harness.Cause("calls-wrong", func() {
+				gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(1), "claim %s unprepared", c.Name)
+			})
 		}
 
 		ginkgo.By("every event names both failing claims and their devices")
@@ -132,10 +143,12 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 				problems = append(problems, fmt.Sprintf("event %d names %v but not %v", i+1, named, unnamed))
 			}
 		}
-		gomega.Expect(problems).To(gomega.BeEmpty(),
-			"both claims failed in one NodePrepareResources call, but the user is told about only one: the kubelet "+
-				"(pkg/kubelet/cm/dra/manager.go, prepareResources) returns at the first per-claim error of the response, "+
-				"in Go map order, and drops the other claims' errors; a kubelet limitation, not a driver bug")
+		harness.Cause("claim-not-named", func() {
+			gomega.Expect(problems).To(gomega.BeEmpty(),
+				"both claims failed in one NodePrepareResources call, but the user is told about only one: the kubelet "+
+					"(pkg/kubelet/cm/dra/manager.go, prepareResources) returns at the first per-claim error of the response, "+
+					"in Go map order, and drops the other claims' errors; a kubelet limitation, not a driver bug")
+		})
 	})
 
 	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), func(ctx context.Context) {
@@ -154,29 +167,33 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		// its claim, or until three attempts passed (1/8 it has not).
 		const attempts = 3
 		ginkgo.By(fmt.Sprintf("waiting until the healthy driver prepared its claim, or %d failed attempts", attempts))
-		gomega.Eventually(ctx, func(ctx context.Context) error {
-			p, err := getPod(ctx, cs, pod)
-			if err != nil {
-				return err
-			}
-			if p.Status.Phase != v1.PodPending {
-				return gomega.StopTrying(fmt.Sprintf("pod is %s although one of its claims can never be prepared", p.Status.Phase))
-			}
-			b, err := draClient().On(node, firstDriver).Calls(ctx, string(broken.UID))
-			if err != nil {
-				return err
-			}
-			h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-			if err != nil {
-				return err
-			}
-			if prepared(h) || b.Summary.PrepareFailed >= attempts {
-				return nil
-			}
-			return fmt.Errorf("healthy claim not prepared yet, broken claim failed %d times", b.Summary.PrepareFailed)
-		}).WithTimeout((attempts-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+		harness.Cause("not-retried", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) error {
+				p, err := getPod(ctx, cs, pod)
+				if err != nil {
+					return err
+				}
+				if p.Status.Phase != v1.PodPending {
+					harness.Cause("started-unprepared", func() {
+						framework.Failf("pod is %s although one of its claims can never be prepared", p.Status.Phase)
+					})
+				}
+				b, err := draClient().On(node, firstDriver).Calls(ctx, string(broken.UID))
+				if err != nil {
+					return err
+				}
+				h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
+				if err != nil {
+					return err
+				}
+				if prepared(h) || b.Summary.PrepareFailed >= attempts {
+					return nil
+				}
+				return fmt.Errorf("healthy claim not prepared yet, broken claim failed %d times", b.Summary.PrepareFailed)
+			}).WithTimeout((attempts-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+		})
 		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-		framework.ExpectNoError(err)
+		harness.Ours(err)
 		report("healthy claim before deletion", "prepared=%v (%+v)", prepared(h), h.Summary)
 
 		ginkgo.By("deleting the pod")
@@ -186,20 +203,24 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 			claim *resourceapi.ResourceClaim
 		}{{secondDriver, healthy}, {firstDriver, broken}} {
 			rep, err := draClient().On(node, c.d).Calls(ctx, string(c.claim.UID))
-			framework.ExpectNoError(err)
+			harness.Ours(err)
 			report(c.d.Name+" calls", "%+v", rep.Summary)
-			gomega.Expect(rep.Summary.UnprepareCalls).To(gomega.BeNumerically(">=", 1), "%s: the kubelet must unprepare claim %s of the deleted pod", c.d.Name, c.claim.Name)
-			gomega.Expect(rep.Summary.UnprepareFailed).To(gomega.BeZero())
-			gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(rep.Summary.PrepareSucceeded),
-				"%s: every preparation of claim %s is undone", c.d.Name, c.claim.Name)
-			unprepared := false
-			for _, call := range rep.Calls {
-				if call.Method == calls.Unprepare {
-					unprepared = true
+			harness.Cause("not-unprepared", func() {
+				gomega.Expect(rep.Summary.UnprepareCalls).To(gomega.BeNumerically(">=", 1), "%s: the kubelet must unprepare claim %s of the deleted pod", c.d.Name, c.claim.Name)
+				gomega.Expect(rep.Summary.UnprepareFailed).To(gomega.BeZero())
+				gomega.Expect(rep.Summary.UnprepareSucceeded).To(gomega.Equal(rep.Summary.PrepareSucceeded),
+					"%s: every preparation of claim %s is undone", c.d.Name, c.claim.Name)
+			})
+			harness.Cause("prepared-after-delete", func() {
+				unprepared := false
+				for _, call := range rep.Calls {
+					if call.Method == calls.Unprepare {
+						unprepared = true
+					}
+					gomega.Expect(unprepared && call.Method == calls.Prepare).To(gomega.BeFalse(),
+						"%s: prepare call after the deleted pod's claim %s was unprepared: %+v", c.d.Name, c.claim.Name, call)
 				}
-				gomega.Expect(unprepared && call.Method == calls.Prepare).To(gomega.BeFalse(),
-					"%s: prepare call after the deleted pod's claim %s was unprepared: %+v", c.d.Name, c.claim.Name, call)
-			}
+			})
 		}
 	})
 })

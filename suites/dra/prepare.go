@@ -46,9 +46,11 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		waitRunning(ctx, f, pod)
 
 		rep, err := draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
-		framework.ExpectNoError(err)
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1}),
-			"exactly %d failing prepare calls, then one that succeeds, and nothing else", failures)
+		harness.Ours(err)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1}),
+				"exactly %d failing prepare calls, then one that succeeds, and nothing else", failures)
+		})
 		report("prepare retry gaps", "%s", durations(gaps(rep, calls.Prepare)))
 
 		ginkgo.By("every failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim")
@@ -57,10 +59,12 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By("after the pod is deleted the claim is unprepared once and never prepared again")
 		deleteAndWaitGone(ctx, f, pod, unprepareRetryMax+startSlack)
 		rep, err = draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
-		framework.ExpectNoError(err)
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
-			PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1,
-		}))
+		harness.Ours(err)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+				PrepareCalls: failures + 1, PrepareFailed: failures, PrepareSucceeded: 1, UnprepareCalls: 1, UnprepareSucceeded: 1,
+			}), "unprepared once after the pod is gone, and never prepared again")
+		})
 	}
 
 	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), func(ctx context.Context) {
@@ -88,19 +92,21 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		ginkgo.By("the pod fails, or the kubelet retries the permanent error")
 		var failedAt calls.Report
 		var phase v1.PodPhase
-		gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
-			p, err := getPod(ctx, cs, pod)
-			if err != nil {
-				return false, err
-			}
-			if p.Status.Phase == v1.PodRunning {
-				return false, gomega.StopTrying("the pod runs although its claim cannot be prepared")
-			}
-			phase = p.Status.Phase
-			failedAt, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			return phase == v1.PodFailed || failedAt.Summary.PrepareCalls >= 2, err
-		}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.BeTrue(),
-			"a permanent NodePrepareResources error must fail the pod, or at least be retried")
+		harness.Cause("no-outcome", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
+				p, err := getPod(ctx, cs, pod)
+				if err != nil {
+					return false, err
+				}
+				if p.Status.Phase == v1.PodRunning {
+					harness.Cause("pod-runs", func() { framework.Failf("the pod runs although its claim cannot be prepared") })
+				}
+				phase = p.Status.Phase
+				failedAt, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+				return phase == v1.PodFailed || failedAt.Summary.PrepareCalls >= 2, err
+			}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.BeTrue(),
+				"a permanent NodePrepareResources error must fail the pod, or at least be retried")
+		})
 		if phase != v1.PodFailed {
 			gates, err := kubeletFeatureGates(ctx, cs, node)
 			gate := "unknown to the kubelet"
@@ -114,11 +120,14 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		gomega.Expect(failedAt.Summary.PrepareSucceeded).To(gomega.BeZero())
 
 		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
-		gomega.Consistently(ctx, func(ctx context.Context) (int, error) {
-			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			return rep.Summary.PrepareCalls, err
-		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
-			"a failed pod's claim must not be prepared again")
+		harness.Cause("prepared-again", func() {
+			gomega.Consistently(ctx, func(ctx context.Context) int {
+				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+				harness.Ours(err, "read the driver's call record")
+				return rep.Summary.PrepareCalls
+			}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
+				"a failed pod's claim must not be prepared again")
+		})
 		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
 	})
 
@@ -140,39 +149,45 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		const want = 3
 		ginkgo.By(fmt.Sprintf("observing %d prepare calls (up to %s)", want, (want-1)*prepareRetryMax+startSlack))
 		var rep calls.Report
-		gomega.Eventually(ctx, func(ctx context.Context) error {
-			p, err := getPod(ctx, cs, pod)
-			if err != nil {
-				return err
-			}
-			if p.Status.Phase == v1.PodRunning {
-				return gomega.StopTrying("the pod runs although its claim's configuration is invalid")
-			}
-			rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			if err != nil {
-				return err
-			}
-			if p.Status.Phase == v1.PodFailed || rep.Summary.PrepareCalls >= want {
-				return nil
-			}
-			return fmt.Errorf("%d prepare calls so far", rep.Summary.PrepareCalls)
-		}).WithTimeout((want-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+		harness.Cause("not-retried", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) error {
+				p, err := getPod(ctx, cs, pod)
+				if err != nil {
+					return err
+				}
+				if p.Status.Phase == v1.PodRunning {
+					harness.Cause("pod-runs", func() { framework.Failf("the pod runs although its claim's configuration is invalid") })
+				}
+				rep, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+				if err != nil {
+					return err
+				}
+				if p.Status.Phase == v1.PodFailed || rep.Summary.PrepareCalls >= want {
+					return nil
+				}
+				return fmt.Errorf("%d prepare calls so far", rep.Summary.PrepareCalls)
+			}).WithTimeout((want-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+		})
 
 		g := gaps(rep, calls.Prepare)
 		report("bad configuration retry gaps", "%s over %d calls", durations(g), rep.Summary.PrepareCalls)
-		for i, gap := range g {
-			gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin-prepareRetryTolerance),
-				"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin)
-		}
+		harness.Cause("retried-too-fast", func() {
+			for i, gap := range g {
+				gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin-prepareRetryTolerance),
+					"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin)
+			}
+		})
 
 		ginkgo.By("the error the user sees names the offending field")
 		checkPrepareEvents(ctx, f, pod, claim.Name, rep, firstDriver, devs[0].Device)
 		events, err := prepareEvents(ctx, cs, pod)
-		framework.ExpectNoError(err)
-		for _, e := range events {
-			gomega.Expect(e.Message).To(gomega.ContainSubstring(field))
-			gomega.Expect(e.Message).To(gomega.ContainSubstring("[permanent/BadConfiguration]"))
-		}
+		harness.Ours(err)
+		harness.Cause("field-not-named", func() {
+			for _, e := range events {
+				gomega.Expect(e.Message).To(gomega.ContainSubstring(field))
+				gomega.Expect(e.Message).To(gomega.ContainSubstring("[permanent/BadConfiguration]"))
+			}
+		})
 		// The claim's device condition is the fake's own writing, not a
 		// witness of the kubelet: the events above are.
 	})
@@ -193,32 +208,46 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		waitRunning(ctx, f, pod)
 
 		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-		framework.ExpectNoError(err)
-		gomega.Expect(rep.Calls).To(gomega.HaveLen(2))
+		harness.Ours(err)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Calls).To(gomega.HaveLen(2), "the stalled call and its retry: %s", describeCalls(rep))
+		})
 		first := rep.Calls[0]
-		gomega.Expect(first.Outcome).To(gomega.Equal(calls.Failed))
-		gomega.Expect(first.Error).To(gomega.ContainSubstring("transient/stalled"))
+		harness.Cause("deadline-wrong", func() {
+			// The fake records a call whose caller gave up as a failed stall.
+			gomega.Expect(first.Outcome).To(gomega.Equal(calls.Failed))
+			gomega.Expect(first.Error).To(gomega.ContainSubstring("transient/stalled"))
+		})
 		stalled, err := time.ParseDuration(first.Stalled)
-		framework.ExpectNoError(err, "stalled %q", first.Stalled)
+		harness.Ours(err, "stalled %q", first.Stalled)
 		report("kubelet NodePrepareResources deadline", "the first call was cut off after %s", stalled)
-		gomega.Expect(stalled).To(gomega.BeNumerically("~", draCallTimeout, 5*time.Second),
-			"the kubelet gives up on a DRA call after %s", draCallTimeout)
+		harness.Cause("deadline-wrong", func() {
+			gomega.Expect(stalled).To(gomega.BeNumerically("~", draCallTimeout, 5*time.Second),
+				"the kubelet gives up on a DRA call after %s", draCallTimeout)
+		})
 		report("retry after deadline", "%s", durations(gaps(rep, calls.Prepare)))
 
 		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
-		gomega.Consistently(ctx, func(ctx context.Context) (calls.Summary, error) {
-			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-			return rep.Summary, err
-		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
-			"a prepared claim of a running pod must not be prepared again")
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
+		})
+		harness.Cause("prepared-again", func() {
+			gomega.Consistently(ctx, func(ctx context.Context) calls.Summary {
+				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+				harness.Ours(err, "read the driver's call record")
+				return rep.Summary
+			}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
+				"a prepared claim of a running pod must not be prepared again")
+		})
 
 		events, err := prepareEvents(ctx, cs, pod)
-		framework.ExpectNoError(err)
+		harness.Ours(err)
 		for i, e := range events {
 			report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
 		}
-		gomega.Expect(events).To(gomega.HaveLen(1), "one event for the one failed call")
+		harness.Cause("event-missing", func() {
+			gomega.Expect(events).To(gomega.HaveLen(1), "one event for the one failed call")
+		})
 	})
 
 	// The README's requirement "every error names driver, device and
@@ -234,11 +263,14 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 
 		ginkgo.By(fmt.Sprintf("waiting for the event of the call the kubelet gives up on after %s", draCallTimeout))
 		var events []v1.Event
-		gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
-			var err error
-			events, err = prepareEvents(ctx, cs, pod)
-			return events, err
-		}).WithTimeout(draCallTimeout + startSlack).WithPolling(poll).ShouldNot(gomega.BeEmpty())
+		harness.Cause("event-missing", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) ([]v1.Event, error) {
+				var err error
+				events, err = prepareEvents(ctx, cs, pod)
+				return events, err
+			}).WithTimeout(draCallTimeout+startSlack).WithPolling(poll).ShouldNot(gomega.BeEmpty(),
+				"the kubelet must tell the pod about the prepare call it gave up on")
+		})
 		gomega.Eventually(ctx, func(ctx context.Context) ([]calls.Call, error) {
 			rep, err := draClient().On(pod.Spec.NodeName, firstDriver).Calls(ctx, string(claim.UID))
 			return rep.Calls, err
@@ -252,10 +284,17 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 				missing = append(missing, s)
 			}
 		}
-		gomega.Expect(missing).To(gomega.BeEmpty(),
-			"event %q must name driver %s and claim %s (device %s); the kubelet (pkg/kubelet/cm/dra/manager.go) wraps a failed NodePrepareResources gRPC call "+
-				"as \"NodePrepareResources: <gRPC error>\" without the driver or the claims of the batch, and the driver's own error never reaches it: a kubelet limitation",
+		why := fmt.Sprintf("event %q must name driver %s and claim %s (device %s); the kubelet (pkg/kubelet/cm/dra/manager.go) wraps a failed NodePrepareResources gRPC call "+
+			"as \"NodePrepareResources: <gRPC error>\" without the driver or the claims of the batch, and the driver's own error never reaches it: a kubelet limitation",
 			e.Message, firstDriver.Name, claim.Name, deviceID(devs[0]))
+		// The driver first: one cause per failure, and without the driver
+		// the event names neither, as a rule.
+		harness.Cause("driver-not-named", func() {
+			gomega.Expect(missing).NotTo(gomega.ContainElement(firstDriver.Name), why)
+		})
+		harness.Cause("claim-not-named", func() {
+			gomega.Expect(missing).To(gomega.BeEmpty(), why)
+		})
 	})
 })
 

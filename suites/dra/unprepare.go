@@ -36,19 +36,23 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		waitRunning(ctx, f, pod)
 
 		ginkgo.By(fmt.Sprintf("deleting the pod: %d unprepare calls fail, the next succeeds", failures))
-		framework.ExpectNoError(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
+		harness.Ours(cs.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}))
 		deleted := time.Now()
 		rep := goneAfterUnprepared(ctx, f, pod, node, string(claim.UID), failures*unprepareRetryMax+startSlack)
 		report("pod deletion", "completed %s after the delete request", time.Since(deleted).Round(time.Second))
 		report("unprepare retry gaps", "%s", durations(gaps(rep, calls.Unprepare)))
 
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
-			PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
-		}), "unprepare retried until it succeeded, and no prepare for the deleted pod")
-		for i, gap := range gaps(rep, calls.Unprepare) {
-			gomega.Expect(gap).To(gomega.BeNumerically("<=", unprepareRetryMax+prepareRetryTolerance),
-				"unprepare calls %d and %d are %s apart; the kubelet retries a failed teardown with its error backoff (%s)", i+1, i+2, gap, unprepareRetryMax)
-		}
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+				PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
+			}), "unprepare retried until it succeeded, and no prepare for the deleted pod")
+		})
+		harness.Cause("retried-too-slowly", func() {
+			for i, gap := range gaps(rep, calls.Unprepare) {
+				gomega.Expect(gap).To(gomega.BeNumerically("<=", unprepareRetryMax+prepareRetryTolerance),
+					"unprepare calls %d and %d are %s apart; the kubelet retries a failed teardown with its error backoff (%s)", i+1, i+2, gap, unprepareRetryMax)
+			}
+		})
 	})
 
 	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", harness.Checks("DRA-UNPREPARE-TWO-DRIVERS"), func(ctx context.Context) {
@@ -66,22 +70,28 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 		ginkgo.By("deleting the pod")
 		deleteAndWaitGone(ctx, f, pod, failures*unprepareRetryMax+startSlack)
 		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(failing.UID))
-		framework.ExpectNoError(err)
-		gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
-			PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
-		}))
+		harness.Ours(err)
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{
+				PrepareCalls: 1, PrepareSucceeded: 1, UnprepareCalls: failures + 1, UnprepareFailed: failures, UnprepareSucceeded: 1,
+			}), "the failing driver's unprepare retried until it succeeded")
+		})
 		// The kubelet unprepares driver by driver in map order, stops at
 		// the first failure and forgets a claim only when all drivers
 		// succeeded: the healthy driver may be asked again after it
 		// unprepared its claim, and must answer with a no-op.
 		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
-		framework.ExpectNoError(err)
+		harness.Ours(err)
 		report("healthy driver's unprepare calls", "%+v", h.Summary)
-		gomega.Expect(h.Summary.PrepareCalls).To(gomega.Equal(1))
-		gomega.Expect(h.Summary.UnprepareSucceeded).To(gomega.Equal(1), "unprepared exactly once")
-		gomega.Expect(h.Summary.UnprepareFailed).To(gomega.BeZero())
-		gomega.Expect(h.Summary.UnprepareCalls).To(gomega.Equal(h.Summary.UnprepareSucceeded + h.Summary.UnprepareNoop))
-		gomega.Expect(h.Summary.UnprepareCalls).To(gomega.BeNumerically("<=", failures+1))
+		harness.Cause("unprepared-twice", func() {
+			gomega.Expect(h.Summary.UnprepareSucceeded).To(gomega.Equal(1), "unprepared exactly once")
+			gomega.Expect(h.Summary.UnprepareCalls).To(gomega.Equal(h.Summary.UnprepareSucceeded+h.Summary.UnprepareNoop), "every later call a no-op")
+		})
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(h.Summary.PrepareCalls).To(gomega.Equal(1))
+			gomega.Expect(h.Summary.UnprepareFailed).To(gomega.BeZero())
+			gomega.Expect(h.Summary.UnprepareCalls).To(gomega.BeNumerically("<=", failures+1))
+		})
 	})
 })
 
@@ -92,22 +102,26 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 func goneAfterUnprepared(ctx context.Context, f *framework.Framework, pod *v1.Pod, node, claimUID string, timeout time.Duration) calls.Report {
 	ginkgo.GinkgoHelper()
 	var rep calls.Report
-	gomega.Eventually(ctx, func(ctx context.Context) error {
-		_, getErr := getPod(ctx, f.ClientSet, pod)
-		var err error
-		rep, err = draClient().On(node, firstDriver).Calls(ctx, claimUID)
-		if err != nil {
-			return err
-		}
-		switch {
-		case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
-			return gomega.StopTrying(fmt.Sprintf("pod is gone but its claim was not unprepared: %s", describeCalls(rep)))
-		case apierrors.IsNotFound(getErr):
-			return nil
-		case getErr != nil:
-			return getErr
-		}
-		return fmt.Errorf("pod still there: %s", describeCalls(rep))
-	}).WithTimeout(timeout).WithPolling(time.Second).Should(gomega.Succeed())
+	harness.Cause("not-deleted", func() {
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			_, getErr := getPod(ctx, f.ClientSet, pod)
+			var err error
+			rep, err = draClient().On(node, firstDriver).Calls(ctx, claimUID)
+			if err != nil {
+				return err
+			}
+			switch {
+			case apierrors.IsNotFound(getErr) && rep.Summary.UnprepareSucceeded == 0:
+				harness.Cause("gone-before-unprepared", func() {
+					framework.Failf("pod is gone but its claim was not unprepared: %s", describeCalls(rep))
+				})
+			case apierrors.IsNotFound(getErr):
+				return nil
+			case getErr != nil:
+				return getErr
+			}
+			return fmt.Errorf("pod still there: %s", describeCalls(rep))
+		}).WithTimeout(timeout).WithPolling(time.Second).Should(gomega.Succeed(), "the deleted pod must be gone once its claim is unprepared")
+	})
 	return rep
 }

@@ -76,31 +76,39 @@ var _ = describe("a driver that stops answering after registration", framework.W
 		})
 
 		ginkgo.By(fmt.Sprintf("the kubelet removes %s's ResourceSlices on %s after its wiping delay (%s)", d.Name, node, sliceWipingDelay))
-		gomega.Eventually(ctx, func(ctx context.Context) (map[string]resourceDevice, error) {
-			return publishedDevices(ctx, cs, d.Name, node)
-		}).WithTimeout(sliceWipingDelay+startSlack).WithPolling(poll).Should(gomega.BeEmpty(), func() string {
-			return fmt.Sprintf("%s's DRA service on %s has not answered since %s (its registration stays), but its ResourceSlices are still there: "+
-				"the kubelet must remove the slices of a driver it has no connection to after its wiping delay (%s; pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go)",
-				d.Name, node, stop.Time.Format(time.RFC3339), sliceWipingDelay)
+		harness.Cause("slices-kept", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) (map[string]resourceDevice, error) {
+				return publishedDevices(ctx, cs, d.Name, node)
+			}).WithTimeout(sliceWipingDelay+startSlack).WithPolling(poll).Should(gomega.BeEmpty(), func() string {
+				return fmt.Sprintf("%s's DRA service on %s has not answered since %s (its registration stays), but its ResourceSlices are still there: "+
+					"the kubelet must remove the slices of a driver it has no connection to after its wiping delay (%s; pkg/kubelet/cm/dra/plugin/dra_plugin_manager.go)",
+					d.Name, node, stop.Time.Format(time.RFC3339), sliceWipingDelay)
+			})
+			removedAfter := time.Since(stop.Time)
+			report("ResourceSlices removed", "%s after the DRA service stopped", removedAfter.Round(time.Second))
+			gomega.Expect(time.Now()).To(gomega.BeTemporally("<", *stop.Until),
+				"the slices must be seen removed while the driver does not answer (until %s); this run saw it only after", stop.Until.Format(time.RFC3339))
 		})
-		removedAfter := time.Since(stop.Time)
-		report("ResourceSlices removed", "%s after the DRA service stopped", removedAfter.Round(time.Second))
-		gomega.Expect(time.Now()).To(gomega.BeTemporally("<", *stop.Until),
-			"the slices must be seen removed while the driver does not answer (until %s); this run saw it only after", stop.Until.Format(time.RFC3339))
 
 		ginkgo.By(fmt.Sprintf("once the driver answers again (at %s), the kubelet reconnects (gRPC backoff, at most %s), retries the prepare at the pod's resync, and the pod runs",
 			stop.Until.Format(time.RFC3339), grpcReconnectMax))
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, cs, pod.Name, pod.Namespace, time.Until(*stop.Until)+grpcReconnectMax+prepareRetryMax+startSlack),
-			"pod %s must run once %s answers again", pod.Name, d.Name)
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, cs, pod.Name, pod.Namespace, time.Until(*stop.Until)+grpcReconnectMax+prepareRetryMax+startSlack),
+				"pod %s must run once %s answers again", pod.Name, d.Name)
+		})
 		rep, err := driverOnNode.Calls(ctx, string(claim.UID))
-		framework.ExpectNoError(err)
+		harness.Ours(err)
 		report("calls", "%s", describeCalls(rep))
-		gomega.Expect(rep.Summary.PrepareSucceeded).To(gomega.Equal(1), "the driver prepared the claim once, after it answered again")
+		harness.Cause("calls-wrong", func() {
+			gomega.Expect(rep.Summary.PrepareSucceeded).To(gomega.Equal(1), "the driver prepared the claim once, after it answered again")
+		})
 
 		ginkgo.By("every error the pod was shown names the driver")
 		events, err := prepareEvents(ctx, cs, pod)
-		framework.ExpectNoError(err)
-		gomega.Expect(events).NotTo(gomega.BeEmpty(), "the pod's prepare failed while %s did not answer: the kubelet must say so in an event", d.Name)
+		harness.Ours(err)
+		harness.Cause("event-missing", func() {
+			gomega.Expect(events).NotTo(gomega.BeEmpty(), "the pod's prepare failed while %s did not answer: the kubelet must say so in an event", d.Name)
+		})
 		endpoint := "/" + d.Name + "/"
 		var unnamed []string
 		for i, e := range events {
@@ -113,8 +121,10 @@ var _ = describe("a driver that stops answering after registration", framework.W
 			}
 			report(fmt.Sprintf("event %d", i+1), "%s %s (x%d): %s%s", e.Type, e.Reason, e.Count, e.Message, note)
 		}
-		gomega.Expect(unnamed).To(gomega.BeEmpty(),
-			"every event the pod got while %s did not answer must name the driver; these do not: %s. The kubelet (pkg/kubelet/cm/dra/manager.go) wraps a failed NodePrepareResources gRPC call as "+
-				"\"NodePrepareResources: <gRPC error>\" without the driver", d.Name, strings.Join(unnamed, "; "))
+		harness.Cause("driver-not-named", func() {
+			gomega.Expect(unnamed).To(gomega.BeEmpty(),
+				"every event the pod got while %s did not answer must name the driver; these do not: %s. The kubelet (pkg/kubelet/cm/dra/manager.go) wraps a failed NodePrepareResources gRPC call as "+
+					"\"NodePrepareResources: <gRPC error>\" without the driver", d.Name, strings.Join(unnamed, "; "))
+		})
 	})
 })

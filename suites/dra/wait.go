@@ -15,6 +15,7 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
 // prepared reports whether the record shows a successful preparation.
@@ -27,45 +28,56 @@ func prepared(rep calls.Report) bool {
 // must not start (or fail) while its claim is not prepared. It returns the
 // call record at that point.
 func pendingUntilPrepared(ctx context.Context, f *framework.Framework, pod *v1.Pod, d driverRef, claimUID string, timeout time.Duration) calls.Report {
+	ginkgo.GinkgoHelper()
 	var rep calls.Report
-	gomega.Eventually(ctx, func(ctx context.Context) error {
-		// The pod first: if it left Pending, the record read after it
-		// must already show the success that let it.
-		p, err := getPod(ctx, f.ClientSet, pod)
-		if err != nil {
-			return err
-		}
-		rep, err = draClient().On(pod.Spec.NodeName, d).Calls(ctx, claimUID)
-		if err != nil {
-			return err
-		}
-		if p.Status.Phase != v1.PodPending && !prepared(rep) {
-			return gomega.StopTrying(fmt.Sprintf("pod %s is %s although %s has not prepared claim %s (%d prepare calls, %d failed)",
-				pod.Name, p.Status.Phase, d.Name, claimUID, rep.Summary.PrepareCalls, rep.Summary.PrepareFailed))
-		}
-		if !prepared(rep) {
-			return fmt.Errorf("%s has not prepared claim %s yet: %d prepare calls, %d failed; pod %s",
-				d.Name, claimUID, rep.Summary.PrepareCalls, rep.Summary.PrepareFailed, p.Status.Phase)
-		}
-		return nil
-	}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
+	harness.Cause("not-prepared", func() {
+		gomega.Eventually(ctx, func(ctx context.Context) error {
+			// The pod first: if it left Pending, the record read after it
+			// must already show the success that let it.
+			p, err := getPod(ctx, f.ClientSet, pod)
+			if err != nil {
+				return err
+			}
+			rep, err = draClient().On(pod.Spec.NodeName, d).Calls(ctx, claimUID)
+			if err != nil {
+				return err
+			}
+			if p.Status.Phase != v1.PodPending && !prepared(rep) {
+				harness.Cause("started-unprepared", func() {
+					framework.Failf("pod %s is %s although %s has not prepared claim %s (%d prepare calls, %d failed)",
+						pod.Name, p.Status.Phase, d.Name, claimUID, rep.Summary.PrepareCalls, rep.Summary.PrepareFailed)
+				})
+			}
+			if !prepared(rep) {
+				return fmt.Errorf("%s has not prepared claim %s yet: %d prepare calls, %d failed; pod %s",
+					d.Name, claimUID, rep.Summary.PrepareCalls, rep.Summary.PrepareFailed, p.Status.Phase)
+			}
+			return nil
+		}).WithTimeout(timeout).WithPolling(poll).Should(gomega.Succeed())
+	})
 	return rep
 }
 
 // waitRunning waits for the pod to run, after its claims were prepared.
 func waitRunning(ctx context.Context, f *framework.Framework, pod *v1.Pod) {
-	framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, startSlack),
-		"pod %s must run once its claims are prepared", pod.Name)
+	ginkgo.GinkgoHelper()
+	harness.Cause("not-running", func() {
+		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, startSlack),
+			"pod %s must run once its claims are prepared", pod.Name)
+	})
 }
 
 // deleteAndWaitGone deletes the pod and waits until it is gone.
 func deleteAndWaitGone(ctx context.Context, f *framework.Framework, pod *v1.Pod, timeout time.Duration) {
+	ginkgo.GinkgoHelper()
 	err := f.ClientSet.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 	if !apierrors.IsNotFound(err) {
-		framework.ExpectNoError(err, "delete pod %s", pod.Name)
+		harness.Ours(err, "delete pod %s", pod.Name)
 	}
-	framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, timeout),
-		"pod %s must be gone", pod.Name)
+	harness.Cause("not-deleted", func() {
+		framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, timeout),
+			"pod %s must be gone", pod.Name)
+	})
 }
 
 // gaps returns the time between consecutive calls of method m.
@@ -112,27 +124,33 @@ func checkPrepareEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod
 		}
 	}
 	var events []v1.Event
-	gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
-		var err error
-		events, err = prepareEvents(ctx, f.ClientSet, pod)
-		var got []string
-		for _, e := range events {
-			got = append(got, e.Message)
+	harness.Cause("event-missing", func() {
+		gomega.Eventually(ctx, func(ctx context.Context) ([]string, error) {
+			var err error
+			events, err = prepareEvents(ctx, f.ClientSet, pod)
+			var got []string
+			for _, e := range events {
+				got = append(got, e.Message)
+			}
+			return got, err
+		}).WithTimeout(time.Minute).WithPolling(poll).Should(gomega.ConsistOf(want),
+			"one FailedPrepareDynamicResources event per failed prepare call, carrying the driver's error")
+		for i, e := range events {
+			gomega.Expect(e.Type).To(gomega.Equal(v1.EventTypeWarning), "event %d", i)
+			gomega.Expect(e.Source.Component).To(gomega.Equal("kubelet"), "event %d", i)
 		}
-		return got, err
-	}).WithTimeout(time.Minute).WithPolling(poll).Should(gomega.ConsistOf(want),
-		"one FailedPrepareDynamicResources event per failed prepare call, carrying the driver's error")
-	for i, e := range events {
-		gomega.Expect(e.Type).To(gomega.Equal(v1.EventTypeWarning), "event %d", i)
-		gomega.Expect(e.Source.Component).To(gomega.Equal("kubelet"), "event %d", i)
-		mustName := []string{"driver " + d.Name, "claim " + pod.Namespace + "/" + claimName, "ResourceClaim " + claimName}
-		for _, dev := range devices {
-			mustName = append(mustName, "device="+dev)
+	})
+	harness.Cause("event-unnamed", func() {
+		for i, e := range events {
+			mustName := []string{"driver " + d.Name, "claim " + pod.Namespace + "/" + claimName, "ResourceClaim " + claimName}
+			for _, dev := range devices {
+				mustName = append(mustName, "device="+dev)
+			}
+			for _, s := range mustName {
+				gomega.Expect(e.Message).To(gomega.ContainSubstring(s), "event %d must name %q", i, s)
+			}
+			report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
 		}
-		for _, s := range mustName {
-			gomega.Expect(e.Message).To(gomega.ContainSubstring(s), "event %d must name %q", i, s)
-		}
-		report(fmt.Sprintf("event %d", i+1), "%s %s: %s", e.Type, e.Reason, e.Message)
-	}
+	})
 	return events
 }

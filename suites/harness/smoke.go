@@ -43,13 +43,17 @@ func DescribeSmoke(suite string) bool {
 
 		framework.It("runs a pod and reads its log back", Checks("FAULTLINE-CLUSTER-RUNS-PODS"), func(ctx context.Context) {
 			message := fmt.Sprintf("faultline %s smoke in %s", suite, f.Namespace.Name)
-			pod := e2epod.NewPodClient(f).CreateSync(ctx, TestPod("smoke", message))
-
-			gomega.Expect(pod.Status.Phase).To(gomega.Equal(v1.PodRunning))
-			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-				return e2epod.GetPodLogs(ctx, f.ClientSet, pod.Namespace, pod.Name, "testpod")
-			}).WithTimeout(framework.PodStartShortTimeout).Should(gomega.ContainSubstring(message),
-				"the pod is Running, so its first log line must be readable")
+			var pod *v1.Pod
+			Cause("not-running", func() {
+				pod = e2epod.NewPodClient(f).CreateSync(ctx, TestPod("smoke", message))
+				gomega.Expect(pod.Status.Phase).To(gomega.Equal(v1.PodRunning))
+			})
+			Cause("log-unreadable", func() {
+				gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+					return e2epod.GetPodLogs(ctx, f.ClientSet, pod.Namespace, pod.Name, "testpod")
+				}).WithTimeout(framework.PodStartShortTimeout).Should(gomega.ContainSubstring(message),
+					"the pod is Running, so its first log line must be readable")
+			})
 			ginkgo.By("the log line came back: " + strings.TrimSpace(message))
 		})
 	})

@@ -19,6 +19,28 @@ func NotImplemented(source, why string) {
 	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", verdicts.NotImplementedPrefix, why, source))
 }
 
+// Premise records what a spec's verdict rests on (the fault fired, the
+// caller's deadline passed, the runtime kept the object) as a report entry
+// (verdicts.PremiseEntry), whether or not it happened, with the evidence.
+// When it did not happen the spec ends as "inconclusive": it says nothing
+// about the requirement, whatever kept the premise from happening (the
+// stack, timing, or faultline's own fixtures), and must never pass. On a
+// cluster faultline made that verdict is unexpected; elsewhere it makes the
+// run incomplete. name says what had to happen, evidence what the spec saw.
+func Premise(name string, happened bool, evidence string) {
+	ginkgo.GinkgoHelper()
+	ginkgo.AddReportEntry(verdicts.PremiseEntry, verdicts.Premise{Name: name, Happened: happened, Evidence: evidence})
+	if !happened {
+		ginkgo.Skip(premiseSkip(name, evidence))
+	}
+}
+
+// premiseSkip is the skip message of a premise that did not happen, which
+// verdicts reads as "inconclusive".
+func premiseSkip(name, evidence string) string {
+	return fmt.Sprintf("%s%s did not happen: %s", verdicts.InconclusivePrefix, name, evidence)
+}
+
 // Checks labels a spec with the requirements it checks
 // (requirements/catalogue.yaml), "Req:<ID>" each; the report gives one verdict
 // per requirement. suites' TestSpecRequirements keeps the two in step.

@@ -34,18 +34,24 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 		framework.It(fmt.Sprintf("an error from %s in %s stops the chain: the plugins before it saw that attempt in index order, the plugins after it never see it", tc.failing, tc.event), harness.Checks("NRI-ERROR-STOPS-CHAIN"), func(ctx context.Context) {
 			name := strings.ToLower(fmt.Sprintf("chain-%s-%s", tc.event, tc.failing.Container))
 			pod, node := createVictim(ctx, f, VictimPod(name, tc.failing.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: 1})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
-				"the pod must run once the fault has fired")
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
+					"the pod must run once the fault has fired")
+			})
 
 			records := map[Instance][]record.Event{}
 			for _, inst := range Instances {
 				records[inst] = nriclient.Only(eventsOf(ctx, f, node, inst, pod), tc.event)
 			}
 			failing := records[tc.failing]
-			gomega.Expect(nriclient.Results(failing, tc.event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-				"%s must fail the first %s and pass the retry:\n%s", tc.failing, tc.event, nriclient.FormatEvents(failing))
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(nriclient.Results(failing, tc.event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+					"%s must fail the first %s and pass the retry:\n%s", tc.failing, tc.event, nriclient.FormatEvents(failing))
+			})
 			failedID, passedID := attemptID(failing[0]), attemptID(failing[1])
-			gomega.Expect(failedID).NotTo(gomega.Equal(passedID), "the retry is a new attempt with a new ID")
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(failedID).NotTo(gomega.Equal(passedID), "the retry is a new attempt with a new ID")
+			})
 			ginkgo.By(fmt.Sprintf("%s failed attempt %.12s, the retry %.12s passed", tc.failing, failedID, passedID))
 
 			// The failed attempt, as each plugin before the failing one saw it, in call order.
@@ -54,25 +60,32 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 				got := findAttempt(records[inst], tc.event, failedID)
 				switch {
 				case inst.Index < tc.failing.Index:
-					gomega.Expect(got).NotTo(gomega.BeNil(),
-						"%s (before %s) must have seen the failed attempt %.12s:\n%s", inst, tc.failing, failedID, nriclient.FormatEvents(records[inst]))
-					gomega.Expect(got.Result).To(gomega.Equal(record.OK), "%s passed it", inst)
+					harness.Cause("earlier-plugin-skipped", func() {
+						gomega.Expect(got).NotTo(gomega.BeNil(),
+							"%s (before %s) must have seen the failed attempt %.12s:\n%s", inst, tc.failing, failedID, nriclient.FormatEvents(records[inst]))
+						gomega.Expect(got.Result).To(gomega.Equal(record.OK), "%s passed it", inst)
+					})
 					seen = append(seen, *got)
 				case inst == tc.failing:
 					seen = append(seen, failing[0])
 				default:
-					gomega.Expect(got).To(gomega.BeNil(),
-						"%s (after %s) must not see the attempt %.12s that %s failed:\n%s", inst, tc.failing, failedID, tc.failing, nriclient.FormatEvents(records[inst]))
+					harness.Cause("later-plugin-called", func() {
+						gomega.Expect(got).To(gomega.BeNil(),
+							"%s (after %s) must not see the attempt %.12s that %s failed:\n%s", inst, tc.failing, failedID, tc.failing, nriclient.FormatEvents(records[inst]))
+					})
+					// Premise of "never sees it": registered all along.
 					gomega.Expect(findAttempt(records[inst], tc.event, passedID)).NotTo(gomega.BeNil(),
 						"%s must see the retry %.12s, so it was registered all along:\n%s", inst, passedID, nriclient.FormatEvents(records[inst]))
 				}
 			}
-			for i := 1; i < len(seen); i++ {
-				prev, cur := seen[i-1], seen[i]
-				gomega.Expect(prev.End.After(cur.Start)).To(gomega.BeFalseBecause(
-					"the runtime calls plugins one after the other in index order: %s (index %s) answered at %s, %s (index %s) was called at %s",
-					prev.Plugin, prev.Index, prev.End.Format("15:04:05.000000"), cur.Plugin, cur.Index, cur.Start.Format("15:04:05.000000")))
-			}
+			harness.Cause("out-of-order", func() {
+				for i := 1; i < len(seen); i++ {
+					prev, cur := seen[i-1], seen[i]
+					gomega.Expect(prev.End.After(cur.Start)).To(gomega.BeFalseBecause(
+						"the runtime calls plugins one after the other in index order: %s (index %s) answered at %s, %s (index %s) was called at %s",
+						prev.Plugin, prev.Index, prev.End.Format("15:04:05.000000"), cur.Plugin, cur.Index, cur.Start.Format("15:04:05.000000")))
+				}
+			})
 		})
 	}
 })

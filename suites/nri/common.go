@@ -10,6 +10,7 @@ import (
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
@@ -103,19 +104,33 @@ func expectOnlyAttempt(ctx context.Context, f *framework.Framework, node string,
 	ginkgo.GinkgoHelper()
 	s := runtimeStateOf(ctx, f, node, pod)
 	desc := FormatState(s)
-	gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), "the runtime must hold exactly the pod's one sandbox, no leftovers of failed attempts:\n%s", desc)
-	gomega.Expect(s.Sandboxes[0].State).To(gomega.Equal("SANDBOX_READY"), desc)
-	gomega.Expect(s.Containers).To(gomega.HaveLen(len(pod.Spec.Containers)),
-		"the runtime must hold exactly one container per container of the pod, no leftovers of failed attempts:\n%s", desc)
-	for _, c := range s.Containers {
-		gomega.Expect(c.State).To(gomega.Equal("CONTAINER_RUNNING"), desc)
-		gomega.Expect(c.PodSandboxID).To(gomega.Equal(s.Sandboxes[0].ID), desc)
+	if len(s.Sandboxes) == 0 {
+		harness.Cause("not-running", func() { framework.Failf("the runtime holds no sandbox of the running pod:\n%s", desc) })
 	}
-	held := heldIDs(s)
-	for _, id := range failedIDs {
-		gomega.Expect(slices.Contains(held, id)).To(gomega.BeFalseBecause(
-			"the failed attempt %.12s must leave nothing behind in the runtime:\n%s", id, desc))
-	}
+	harness.Cause("leftover-sandbox", func() {
+		gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), "the runtime must hold exactly the pod's one sandbox, no leftovers of failed attempts:\n%s", desc)
+		for _, id := range failedIDs {
+			gomega.Expect(slices.Contains(sandboxIDs(s), id)).To(gomega.BeFalseBecause(
+				"the failed attempt %.12s must leave nothing behind in the runtime:\n%s", id, desc))
+		}
+	})
+	harness.Cause("leftover-container", func() {
+		gomega.Expect(len(s.Containers)).To(gomega.BeNumerically("<=", len(pod.Spec.Containers)),
+			"the runtime must hold exactly one container per container of the pod, no leftovers of failed attempts:\n%s", desc)
+		for _, id := range failedIDs {
+			gomega.Expect(slices.Contains(containerIDs(s), id)).To(gomega.BeFalseBecause(
+				"the failed attempt %.12s must leave nothing behind in the runtime:\n%s", id, desc))
+		}
+	})
+	harness.Cause("not-running", func() {
+		gomega.Expect(s.Sandboxes[0].State).To(gomega.Equal("SANDBOX_READY"), desc)
+		gomega.Expect(s.Containers).To(gomega.HaveLen(len(pod.Spec.Containers)),
+			"the runtime must hold one running container per container of the pod:\n%s", desc)
+		for _, c := range s.Containers {
+			gomega.Expect(c.State).To(gomega.Equal("CONTAINER_RUNNING"), desc)
+			gomega.Expect(c.PodSandboxID).To(gomega.Equal(s.Sandboxes[0].ID), desc)
+		}
+	})
 	return s
 }
 
@@ -135,17 +150,30 @@ const leakCheck = 5 * time.Second
 // holds no sandbox or container with its ID.
 func expectAttemptGone(ctx context.Context, node string, pod *v1.Pod, id string) {
 	ginkgo.GinkgoHelper()
-	var desc string
-	gomega.Eventually(ctx, func(ctx context.Context) (bool, error) {
-		s, err := plugins().RuntimeState(ctx, node, string(pod.UID))
+	// Not gomega.Eventually: what the runtime last held says which leftover
+	// it is, and a state never read is faultline's failure.
+	var s *runtimestate.State
+	var readErr error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, leakCheck, true, func(ctx context.Context) (bool, error) {
+		st, err := plugins().RuntimeState(ctx, node, string(pod.UID))
 		if err != nil {
-			return false, err
+			readErr = err
+			return false, nil //nolint:nilerr // the relay may blink; poll again
 		}
-		desc = FormatState(s)
-		return !slices.Contains(heldIDs(s), id), nil
-	}).WithTimeout(leakCheck).WithPolling(500*time.Millisecond).Should(gomega.BeTrue(), func() string {
-		return fmt.Sprintf("the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, desc)
+		s, readErr = st, nil
+		return !slices.Contains(heldIDs(st), id), nil
 	})
+	if err == nil {
+		return
+	}
+	if s == nil {
+		harness.Ours(readErr, "read the runtime's state of pod %s", pod.Name)
+	}
+	msg := fmt.Sprintf("the failed attempt %.12s must leave nothing behind in the runtime, already within %s of its failure:\n%s", id, leakCheck, FormatState(s))
+	if slices.Contains(sandboxIDs(s), id) {
+		harness.Cause("leftover-sandbox", func() { framework.Failf("%s", msg) })
+	}
+	harness.Cause("leftover-container", func() { framework.Failf("%s", msg) })
 }
 
 // expectNoFailureEvents checks that the kubelet reported no failed CRI
@@ -153,13 +181,15 @@ func expectAttemptGone(ctx context.Context, node string, pod *v1.Pod, id string)
 func expectNoFailureEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod) {
 	ginkgo.GinkgoHelper()
 	events, err := harness.PodEvents(ctx, f.ClientSet, pod)
-	framework.ExpectNoError(err)
+	harness.Ours(err)
 	for _, e := range events {
 		if e.Type == v1.EventTypeWarning {
 			switch e.Reason {
 			case "FailedCreatePodSandBox", "Failed", "FailedKillPod", "BackOff", "FailedSync":
-				framework.Failf("the kubelet reported a failed request for pod %s: %s %s: %s\nall events:\n%s",
-					pod.Name, e.Reason, e.Type, e.Message, harness.FormatPodEvents(events))
+				harness.Cause("failure-event", func() {
+					framework.Failf("the kubelet reported a failed request for pod %s: %s %s: %s\nall events:\n%s",
+						pod.Name, e.Reason, e.Type, e.Message, harness.FormatPodEvents(events))
+				})
 			}
 		}
 	}

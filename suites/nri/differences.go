@@ -49,75 +49,102 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 		failedID := starts[0].ContainerID
 		// The pod phase is Running also while the container waits to be
 		// restarted: wait for the container itself.
-		framework.ExpectNoError(e2epod.WaitForContainerRunning(ctx, f.ClientSet, pod.Namespace, pod.Name, TestContainer, crashLoopBackOff+podStart),
-			"the container must run, on the first attempt or on the kubelet's retry")
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitForContainerRunning(ctx, f.ClientSet, pod.Namespace, pod.Name, TestContainer, crashLoopBackOff+podStart),
+				"the container must run, on the first attempt or on the kubelet's retry")
+		})
 
 		st := containerStatus(getPod(ctx, f, pod), TestContainer)
 		if containerIDOf(st.ContainerID) == failedID {
-			framework.Failf("%s", Discrepancy(rt, "StartContainer", fmt.Sprintf(
-				"%s failed StartContainer of container %.12s, yet that container runs: the CRI StartContainer request succeeded", B, failedID)))
+			// Known to clusters/runtimes or not, the cause is the same.
+			harness.Cause("request-succeeded", func() {
+				framework.Failf("%s", Discrepancy(rt, "StartContainer", fmt.Sprintf(
+					"%s failed StartContainer of container %.12s, yet that container runs: the CRI StartContainer request succeeded", B, failedID)))
+			})
 		}
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, eventDelivery)
+		var ev *v1.Event
+		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, eventDelivery) })
 		ginkgo.By("the kubelet reports: " + ev.Message)
-		gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">=", 1), "the failed start counts as a container restart")
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(st.RestartCount).To(gomega.BeNumerically(">=", 1), "the failed start counts as a container restart")
+		})
 		if t := st.LastTerminationState.Terminated; t != nil {
 			ginkgo.By(fmt.Sprintf("the failed container's last state: %s, exit code %d: %s", t.Reason, t.ExitCode, t.Message))
 		}
 
 		starts = nriclient.Only(eventsOf(ctx, f, node, B, pod), "StartContainer")
-		gomega.Expect(nriclient.Results(starts, "StartContainer")).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-			"%s must fail the first StartContainer and pass the retry:\n%s", B, nriclient.FormatEvents(starts))
-		gomega.Expect(findAttempt(eventsOf(ctx, f, node, C, pod), "StartContainer", failedID)).To(gomega.BeNil(),
-			"the error stops the chain: %s must not see the failed StartContainer", C)
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(nriclient.Results(starts, "StartContainer")).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+				"%s must fail the first StartContainer and pass the retry:\n%s", B, nriclient.FormatEvents(starts))
+		})
+		laterSaw := findAttempt(eventsOf(ctx, f, node, C, pod), "StartContainer", failedID)
+		harness.Cause("later-plugin-called", func() {
+			gomega.Expect(laterSaw).To(gomega.BeNil(), "the error stops the chain: %s must not see the failed StartContainer", C)
+		})
 		s := runtimeStateOf(ctx, f, node, pod)
-		running := 0
-		for _, c := range s.Containers {
-			if c.State == "CONTAINER_RUNNING" {
-				running++
-				gomega.Expect(c.ID).NotTo(gomega.Equal(failedID), "the running container is the retry:\n%s", FormatState(s))
+		harness.Cause("wrong-attempt-runs", func() {
+			running := 0
+			for _, c := range s.Containers {
+				if c.State == "CONTAINER_RUNNING" {
+					running++
+					gomega.Expect(c.ID).NotTo(gomega.Equal(failedID), "the running container is the retry:\n%s", FormatState(s))
+				}
 			}
-		}
-		gomega.Expect(running).To(gomega.Equal(1), "exactly one running container:\n%s", FormatState(s))
+			gomega.Expect(running).To(gomega.Equal(1), "exactly one running container:\n%s", FormatState(s))
+		})
 	})
 
 	framework.It("a plugin error in StopPodSandbox fails the CRI StopPodSandbox request with the plugin's message, and the pod is deleted on the kubelet's retry once the fault clears", harness.Checks("NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("stop-sandbox-error", B.Fault("StopPodSandbox", faults.Fault{Mode: faults.Error, Times: 1})))
 		rt := harness.Cluster()
 		want := B.ErrorText("StopPodSandbox", pod, "")
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+		})
 
 		// A graceful deletion: the pod object stays until the kubelet has
 		// stopped everything (grace 0 would remove it from the API at once,
 		// and its disappearance would prove nothing about the kubelet).
 		ginkgo.By("deleting the pod gracefully: the kubelet stops its sandbox")
-		framework.ExpectNoError(f.ClientSet.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
+		harness.Ours(f.ClientSet.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name,
 			metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](1)}))
 		eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.Error, podDeletion)
-		framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, kubeletRetry+podDeletion),
-			"the kubelet must finish the pod's deletion once the fault has fired")
+		harness.Cause("not-deleted", func() {
+			framework.ExpectNoError(e2epod.WaitForPodNotFoundInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, kubeletRetry+podDeletion),
+				"the kubelet must finish the pod's deletion once the fault has fired")
+		})
 
 		// Not gomega.Eventually: a timeout must fail with the discrepancy
 		// as the first line, which is what the report shows.
 		var found *v1.Event
 		var all []v1.Event
+		var readErr error
 		pollErr := wait.PollUntilContextTimeout(ctx, time.Second, eventDelivery, true, func(ctx context.Context) (bool, error) {
-			var err error
-			all, err = harness.PodEvents(ctx, f.ClientSet, pod)
-			if err != nil {
+			all, readErr = harness.PodEvents(ctx, f.ClientSet, pod)
+			if readErr != nil {
 				return false, nil // the API server may blink; poll again
 			}
 			found = FindEvent(all, "FailedKillPod", want)
 			return found != nil, nil
 		})
+		if found == nil && readErr != nil {
+			harness.Ours(readErr, "read the pod's events (%v)", pollErr)
+		}
 		if found == nil {
-			framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
-				"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),
-				eventDelivery, pollErr, harness.FormatPodEvents(all))
+			// Known to clusters/runtimes or not, the cause is the same.
+			harness.Cause("request-succeeded", func() {
+				framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
+					"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),
+					eventDelivery, pollErr, harness.FormatPodEvents(all))
+			})
 		}
 		ginkgo.By("the kubelet reports: " + found.Message)
 		ginkgo.By("and its retry stopped the sandbox: the plugin saw a second StopPodSandbox, which succeeded")
-		stops := eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.OK, podDeletion)
-		gomega.Expect(stops[0].Result).To(gomega.Equal(record.Error), "the first StopPodSandbox is the one that failed:\n%s", nriclient.FormatEvents(stops))
+		var stops []record.Event
+		harness.Cause("not-retried", func() { stops = eventuallyRecorded(ctx, f, node, B, pod, "StopPodSandbox", record.OK, podDeletion) })
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(stops[0].Result).To(gomega.Equal(record.Error), "the first StopPodSandbox is the one that failed:\n%s", nriclient.FormatEvents(stops))
+		})
 	})
 })
 

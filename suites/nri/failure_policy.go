@@ -19,7 +19,8 @@ package nri
 // policy and treats the plugin as if it had declared none; a spec that sees
 // that ends with "not implemented" (policyIgnored), unless the runtime is
 // known to vendor NRI >= v0.12.4 (harness.Cluster().NRIVersion), where it
-// fails. containerd 2.4.2 vendors NRI v0.12.3 and CRI-O 1.36 v0.11.0;
+// fails; where the version is unknown it is skipped ("NRI version
+// unknown"): the spec cannot tell the two apart. containerd 2.4.2 vendors NRI v0.12.3 and CRI-O 1.36 v0.11.0;
 // faultline builds containerd with a later NRI on --nri-version.
 //
 // Instance P declares fail_request and keep_connected, instance K
@@ -69,8 +70,10 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			stall := policyStall()
 			pod, node := createVictim(ctx, f, VictimPod("fail-request-"+lower(event),
 				P.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1, Container: faultContainer(event)})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)+stall),
-				"the pod must run once %s's stall has cleared", P)
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)+stall),
+					"the pod must run once %s's stall has cleared", P)
+			})
 
 			stalled := eventuallyAnswered(ctx, node, P, pod, event, stall+reregisterTimeout())
 			first := stalled[0]
@@ -82,8 +85,10 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			// The runtime called the plugins before P for the attempt.
 			for _, inst := range Instances {
 				if inst.Index < P.Index {
-					gomega.Expect(findAttempt(eventsOf(ctx, f, node, inst, pod), event, failedID)).NotTo(gomega.BeNil(),
-						"%s (before %s) must have seen the attempt %.12s", inst, P, failedID)
+					saw := findAttempt(eventsOf(ctx, f, node, inst, pod), event, failedID)
+					harness.Cause("earlier-plugin-skipped", func() {
+						gomega.Expect(saw).NotTo(gomega.BeNil(), "%s (before %s) must have seen the attempt %.12s", inst, P, failedID)
+					})
 				}
 			}
 			// Did the request go on past P?
@@ -99,32 +104,50 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			}
 			if later != nil {
 				events, err := harness.PodEvents(ctx, f.ClientSet, pod)
-				framework.ExpectNoError(err)
+				harness.Ours(err)
 				if FindEvent(events, failureReason(event), P.String()) == nil {
-					policyIgnored(P, fmt.Sprintf("%s stalled in %s of attempt %.12s; the runtime %s and went on with the plugins after it (%s saw the attempt), and the request did not fail\n%s",
-						P, event, failedID, howHandled(P, first, *later, timeout), strings.Join(saw, ", "), nriclient.FormatEvents(stalled)))
+					// A failure only where the runtime is known to honour
+					// the policy; otherwise policyIgnored ends the spec
+					// without one.
+					harness.Cause("policy-ignored", func() {
+						policyIgnored(P, fmt.Sprintf("%s stalled in %s of attempt %.12s; the runtime %s and went on with the plugins after it (%s saw the attempt), and the request did not fail\n%s",
+							P, event, failedID, howHandled(P, first, *later, timeout), strings.Join(saw, ", "), nriclient.FormatEvents(stalled)))
+					})
 				}
 			}
-			gomega.Expect(saw).To(gomega.BeEmpty(),
-				"fail_request: the runtime must fail the request at %s and call none of the plugins after it for the attempt %.12s", P, failedID)
+			harness.Cause("later-plugin-called", func() {
+				gomega.Expect(saw).To(gomega.BeEmpty(),
+					"fail_request: the runtime must fail the request at %s and call none of the plugins after it for the attempt %.12s", P, failedID)
+			})
 
-			ev := EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), P.String(), eventDelivery)
-			ginkgo.By("the kubelet reports: " + ev.Message)
-			gomega.Expect(ev.Message).To(gomega.ContainSubstring(event),
-				"the error must name the request as well as the plugin %s", P)
+			var ev *v1.Event
+			harness.Cause("message-missing", func() {
+				ev = EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), P.String(), eventDelivery)
+				ginkgo.By("the kubelet reports: " + ev.Message)
+				gomega.Expect(ev.Message).To(gomega.ContainSubstring(event),
+					"the error must name the request as well as the plugin %s", P)
+			})
 
 			records := nriclient.Only(eventsOf(ctx, f, node, P, pod), event)
-			gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Stalled, record.OK}),
-				"%s must stall the first %s and pass the kubelet's retry:\n%s", P, event, nriclient.FormatEvents(records))
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Stalled, record.OK}),
+					"%s must stall the first %s and pass the kubelet's retry:\n%s", P, event, nriclient.FormatEvents(records))
+			})
 			retryID := attemptID(records[1])
-			gomega.Expect(retryID).NotTo(gomega.Equal(failedID), "the retry is a new attempt with a new ID")
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(retryID).NotTo(gomega.Equal(failedID), "the retry is a new attempt with a new ID")
+			})
 			for _, inst := range laterInstances(P) {
+				// Premise of "never called": the plugins after P were
+				// registered all along.
 				gomega.Expect(findAttempt(eventsOf(ctx, f, node, inst, pod), event, retryID)).NotTo(gomega.BeNil(),
 					"%s must see the retry %.12s, so it was registered all along", inst, retryID)
 			}
 			s := runtimeStateOf(ctx, f, node, pod)
-			gomega.Expect(heldIDs(s)).To(gomega.ContainElement(retryID),
-				"the pod must run with the retry %.12s that every plugin passed:\n%s", retryID, FormatState(s))
+			harness.Cause("wrong-attempt-runs", func() {
+				gomega.Expect(heldIDs(s)).To(gomega.ContainElement(retryID),
+					"the pod must run with the retry %.12s that every plugin passed:\n%s", retryID, FormatState(s))
+			})
 		})
 	}
 
@@ -135,8 +158,10 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			stall := policyStall()
 			pod, node := createVictim(ctx, f, VictimPod("keep-connected-"+lower(event),
 				K.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1, Container: faultContainer(event)})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+timeout),
-				"without fail_request, the runtime must go on without the stalled plugin after its request timeout and start the pod")
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+timeout),
+					"without fail_request, the runtime must go on without the stalled plugin after its request timeout and start the pod")
+			})
 			expectNoFailureEvents(ctx, f, pod)
 
 			stalled := eventuallyAnswered(ctx, node, K, pod, event, stall+podStart)
@@ -144,30 +169,43 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
 			took := first.End.Sub(first.Start)
 			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(first))
-			gomega.Expect(next).NotTo(gomega.BeNil(), "the request must go on with %s for the same attempt %.12s", C, attemptID(first))
-			gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+			harness.Cause("later-plugin-skipped", func() {
+				gomega.Expect(next).NotTo(gomega.BeNil(), "the request must go on with %s for the same attempt %.12s", C, attemptID(first))
+				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+			})
 
 			if lost := connectionChanges(ctx, node, K, first.Seq); first.Interrupted || len(lost) > 0 {
-				policyIgnored(K, fmt.Sprintf("%s stalled in %s; the runtime %s, went on without it, and %s registered again:\n%s",
-					K, event, howHandled(K, first, *next, timeout), K, nriclient.FormatEvents(append([]record.Event{first}, lost...))))
+				harness.Cause("policy-ignored", func() {
+					policyIgnored(K, fmt.Sprintf("%s stalled in %s; the runtime %s, went on without it, and %s registered again:\n%s",
+						K, event, howHandled(K, first, *next, timeout), K, nriclient.FormatEvents(append([]record.Event{first}, lost...))))
+				})
 			}
 			waited := next.Start.Sub(first.Start)
-			gomega.Expect(next.Start.Before(first.End)).To(gomega.BeTrueBecause(
-				"the runtime must give up on %s after its request timeout (%s), not wait for the kept plugin's answer: %s was called %s after %s began to stall, which answered after %s",
-				K, timeout, C, waited.Round(time.Millisecond), K, took.Round(time.Millisecond)))
-			gomega.Expect(waited).To(gomega.BeNumerically(">=", timeout-100*time.Millisecond),
-				"the runtime must not give up on %s before its request timeout (%s)", K, timeout)
+			harness.Cause("waited-out", func() {
+				gomega.Expect(next.Start.Before(first.End)).To(gomega.BeTrueBecause(
+					"the runtime must give up on %s after its request timeout (%s), not wait for the kept plugin's answer: %s was called %s after %s began to stall, which answered after %s",
+					K, timeout, C, waited.Round(time.Millisecond), K, took.Round(time.Millisecond)))
+			})
+			harness.Cause("dropped-early", func() {
+				gomega.Expect(waited).To(gomega.BeNumerically(">=", timeout-100*time.Millisecond),
+					"the runtime must not give up on %s before its request timeout (%s)", K, timeout)
+			})
 			ginkgo.By(fmt.Sprintf("the runtime went on with %s after %s and kept %s, which answered after %s",
 				C, waited.Round(time.Millisecond), K, took.Round(time.Millisecond)))
 
 			ginkgo.By("deleting the pod: the kept plugin must see it stop on the same connection")
 			deleteNow(ctx, f, pod)
-			stops := eventuallyRecorded(ctx, f, node, K, pod, "StopPodSandbox", record.OK, podDeletion)
+			var stops []record.Event
+			harness.Cause("later-events-missed", func() {
+				stops = eventuallyRecorded(ctx, f, node, K, pod, "StopPodSandbox", record.OK, podDeletion)
+			})
 			gomega.Expect(stops[0].Seq).To(gomega.BeNumerically(">", first.Seq))
 			lost := connectionChanges(ctx, node, K, first.Seq)
-			gomega.Expect(lost).To(gomega.BeEmpty(),
-				"keep_connected: %s must get the next events on the connection it stalled on, without losing it or registering again:\n%s",
-				K, nriclient.FormatEvents(lost))
+			harness.Cause("connection-lost", func() {
+				gomega.Expect(lost).To(gomega.BeEmpty(),
+					"keep_connected: %s must get the next events on the connection it stalled on, without losing it or registering again:\n%s",
+					K, nriclient.FormatEvents(lost))
+			})
 		})
 	}
 
@@ -178,23 +216,32 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 			pod, node := createVictim(ctx, f, VictimPod("policy-error-"+lower(event),
 				K.Fault(event, faults.Fault{Mode: faults.Error, Times: 1, Container: faultContainer(event)})))
 			want := K.ErrorText(event, pod, faultContainer(event))
-			ev := EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), want, retryTimeout(1))
+			var ev *v1.Event
+			harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, failureReason(event), want, retryTimeout(1)) })
 			ginkgo.By("the kubelet reports: " + ev.Message)
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
-				"the pod must run once the fault has fired")
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(1)),
+					"the pod must run once the fault has fired")
+			})
 
 			records := nriclient.Only(eventsOf(ctx, f, node, K, pod), event)
-			gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-				"%s must fail the first %s and pass the retry:\n%s", K, event, nriclient.FormatEvents(records))
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(nriclient.Results(records, event)).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+					"%s must fail the first %s and pass the retry:\n%s", K, event, nriclient.FormatEvents(records))
+			})
 			failedID := attemptID(records[0])
 			for _, inst := range laterInstances(K) {
 				got := eventsOf(ctx, f, node, inst, pod)
-				gomega.Expect(findAttempt(got, event, failedID)).To(gomega.BeNil(),
-					"the error %s returned must fail the request whatever its policy (%s): %s must not see the attempt %.12s:\n%s",
-					K, K.Policy(), inst, failedID, nriclient.FormatEvents(nriclient.Only(got, event)))
+				harness.Cause("later-plugin-called", func() {
+					gomega.Expect(findAttempt(got, event, failedID)).To(gomega.BeNil(),
+						"the error %s returned must fail the request whatever its policy (%s): %s must not see the attempt %.12s:\n%s",
+						K, K.Policy(), inst, failedID, nriclient.FormatEvents(nriclient.Only(got, event)))
+				})
 			}
 			lost := connectionChanges(ctx, node, K, records[0].Seq)
-			gomega.Expect(lost).To(gomega.BeEmpty(), "a returned error must not cost %s its registration:\n%s", K, nriclient.FormatEvents(lost))
+			harness.Cause("connection-lost", func() {
+				gomega.Expect(lost).To(gomega.BeEmpty(), "a returned error must not cost %s its registration:\n%s", K, nriclient.FormatEvents(lost))
+			})
 		})
 	}
 })
@@ -223,8 +270,10 @@ var _ = describe("NRI required plugin that times out", framework.WithFeature(fea
 		ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s in CreateContainer of container %.12s",
 			required, first.End.Sub(first.Start).Round(time.Millisecond), attempt))
 
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(2)+reregisterTimeout()),
-			"the container must be created once %s is registered again and answers", required)
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(2)+reregisterTimeout()),
+				"the container must be created once %s is registered again and answers", required)
+		})
 		s := runtimeStateOf(ctx, f, node, pod)
 		var running []string
 		for _, c := range s.Containers {
@@ -233,10 +282,12 @@ var _ = describe("NRI required plugin that times out", framework.WithFeature(fea
 			}
 		}
 		if slices.Contains(running, attempt) {
-			framework.Failf("containerd/nri#316: the runtime created and started container %.12s in the CreateContainer that its required plugin %s never answered: "+
-				"the runtime dropped %s after its request timeout (%s) and the default validator still counted it as consulted "+
-				"(or the validator is not enabled: see NRI-REQUIRED-PLUGIN-MISSING)\n%s%s",
-				attempt, required, required, timeout, nriclient.FormatEvents(stalled), FormatState(s))
+			harness.Cause("timeout-counted", func() {
+				framework.Failf("containerd/nri#316: the runtime created and started container %.12s in the CreateContainer that its required plugin %s never answered: "+
+					"the runtime dropped %s after its request timeout (%s) and the default validator still counted it as consulted "+
+					"(or the validator is not enabled: see NRI-REQUIRED-PLUGIN-MISSING)\n%s%s",
+					attempt, required, required, timeout, nriclient.FormatEvents(stalled), FormatState(s))
+			})
 		}
 		var answered []string
 		for _, c := range nriclient.Only(eventsOf(ctx, f, node, required, pod), "CreateContainer") {
@@ -244,10 +295,15 @@ var _ = describe("NRI required plugin that times out", framework.WithFeature(fea
 				answered = append(answered, c.ContainerID)
 			}
 		}
-		gomega.Expect(running).To(gomega.HaveLen(1), FormatState(s))
-		gomega.Expect(answered).To(gomega.ContainElement(running[0]),
-			"the container that runs must be one whose CreateContainer its required plugin %s answered:\n%s", required, FormatState(s))
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", required.Name, eventDelivery)
+		harness.Cause("not-running", func() {
+			gomega.Expect(running).To(gomega.HaveLen(1), FormatState(s))
+		})
+		harness.Cause("unanswered-runs", func() {
+			gomega.Expect(answered).To(gomega.ContainElement(running[0]),
+				"the container that runs must be one whose CreateContainer its required plugin %s answered:\n%s", required, FormatState(s))
+		})
+		var ev *v1.Event
+		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", required.Name, eventDelivery) })
 		ginkgo.By("the kubelet reports: " + ev.Message)
 	})
 })

@@ -56,8 +56,10 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 			stall := stallFor()
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
 				B.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
-				"the runtime must give up on the stalled plugin after its request timeout and start the pod")
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
+					"the runtime must give up on the stalled plugin after its request timeout and start the pod")
+			})
 			expectNoFailureEvents(ctx, f, pod)
 
 			stalled := nriclient.Only(eventsOf(ctx, f, node, B, pod), event)
@@ -65,17 +67,23 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 			first := stalled[0]
 			took := first.End.Sub(first.Start)
 			gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
-			gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
-				"the runtime must drop a plugin that does not answer within its request timeout (%s); %s stalled %s without being dropped:\n%s",
-				harness.Cluster().NRIRequestTimeout, B, took, nriclient.FormatEvents(stalled)))
-			gomega.Expect(took).To(gomega.BeNumerically("<", stall), "the stall ended early, when the runtime dropped the plugin")
-			gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Cluster().NRIRequestTimeout-100*time.Millisecond),
-				"the runtime must not drop the plugin before its request timeout")
+			harness.Cause("not-dropped", func() {
+				gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
+					"the runtime must drop a plugin that does not answer within its request timeout (%s); %s stalled %s without being dropped:\n%s",
+					harness.Cluster().NRIRequestTimeout, B, took, nriclient.FormatEvents(stalled)))
+				gomega.Expect(took).To(gomega.BeNumerically("<", stall), "the stall ended early, when the runtime dropped the plugin")
+			})
+			harness.Cause("dropped-early", func() {
+				gomega.Expect(took).To(gomega.BeNumerically(">=", harness.Cluster().NRIRequestTimeout-100*time.Millisecond),
+					"the runtime must not drop the plugin before its request timeout")
+			})
 			ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s: %s", B, took.Round(time.Millisecond), first.Message))
 
 			next := findAttempt(eventsOf(ctx, f, node, C, pod), event, attemptID(first))
-			gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", C, attemptID(first))
-			gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+			harness.Cause("later-plugin-skipped", func() {
+				gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", C, attemptID(first))
+				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+			})
 
 			expectReconnected(ctx, f, node, B, first, false)
 			expectSeesLaterEvents(ctx, f, node, B, pod)
@@ -100,8 +108,10 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 			restarts := instanceRestarts(ctx, f, tc.inst)
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(string(tc.mode)+"-"+tc.event),
 				tc.inst.Fault(tc.event, faults.Fault{Mode: tc.mode, Times: 1})))
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
-				"the runtime must carry on without the plugin and start the pod")
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart+harness.Cluster().NRIRequestTimeout),
+					"the runtime must carry on without the plugin and start the pod")
+			})
 			expectNoFailureEvents(ctx, f, pod)
 
 			var records []record.Event
@@ -120,8 +130,10 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 					continue
 				}
 				next := findAttempt(eventsOf(ctx, f, node, inst, pod), tc.event, attemptID(first))
-				gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", inst, attemptID(first))
-				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+				harness.Cause("later-plugin-skipped", func() {
+					gomega.Expect(next).NotTo(gomega.BeNil(), "the runtime must go on with %s for the same attempt %.12s", inst, attemptID(first))
+					gomega.Expect(next.Result).To(gomega.Equal(record.OK))
+				})
 			}
 
 			expectReconnected(ctx, f, node, tc.inst, first, tc.mode == faults.Crash)
@@ -163,9 +175,11 @@ func expectReconnected(ctx context.Context, f *framework.Framework, node string,
 	if crashed {
 		timeout = restartTimeout()
 	}
-	framework.ExpectNoError(plugins().WaitReady(ctx, node, timeout, inst), "%s must come back", inst)
+	harness.Cause("not-reconnected", func() {
+		framework.ExpectNoError(plugins().WaitReady(ctx, node, timeout, inst), "%s must come back", inst)
+	})
 	own, err := plugins().On(node, inst).OwnEvents(ctx)
-	framework.ExpectNoError(err)
+	harness.Ours(err)
 	var lost, synced *record.Event
 	for i := range own {
 		e := &own[i]
@@ -189,8 +203,12 @@ func expectReconnected(ctx context.Context, f *framework.Framework, node string,
 			mine = append(mine, e)
 		}
 	}
+	// The plugin's own record of its connection: its loss is the fault's
+	// doing (faultline's), the new registration the runtime's.
 	gomega.Expect(lost).NotTo(gomega.BeNil(), "%s must record the loss of its connection after the fault:\n%s", inst, nriclient.FormatEvents(mine))
-	gomega.Expect(synced).NotTo(gomega.BeNil(), "%s must register with the runtime again:\n%s", inst, nriclient.FormatEvents(mine))
+	harness.Cause("not-reconnected", func() {
+		gomega.Expect(synced).NotTo(gomega.BeNil(), "%s must register with the runtime again:\n%s", inst, nriclient.FormatEvents(mine))
+	})
 	if crashed {
 		gomega.Expect(synced.Boot).To(gomega.BeNumerically(">", first.Boot), "a new process registered:\n%s", nriclient.FormatEvents(mine))
 	}
@@ -203,5 +221,7 @@ func expectSeesLaterEvents(ctx context.Context, f *framework.Framework, node str
 	ginkgo.GinkgoHelper()
 	ginkgo.By("deleting the pod: the returned plugin must see it stop")
 	deleteNow(ctx, f, pod)
-	eventuallyRecorded(ctx, f, node, inst, pod, "StopPodSandbox", record.OK, podDeletion)
+	harness.Cause("later-events-missed", func() {
+		eventuallyRecorded(ctx, f, node, inst, pod, "StopPodSandbox", record.OK, podDeletion)
+	})
 }

@@ -34,18 +34,23 @@ func TestHonoursFailurePolicy(t *testing.T) {
 
 func TestPolicyIgnoredMessage(t *testing.T) {
 	const observed = "the runtime dropped it"
-	fail, msg := policyIgnoredMessage("v0.12.5", P, observed)
-	if !fail || !strings.Contains(msg, "v0.12.5") || !strings.Contains(msg, "15-faultline-p") ||
+	outcome, msg := policyIgnoredMessage("v0.12.5", P, observed)
+	if outcome != policyFailed || !strings.Contains(msg, "v0.12.5") || !strings.Contains(msg, "15-faultline-p") ||
 		!strings.Contains(msg, "fail_request+keep_connected") || !strings.HasSuffix(msg, observed) {
-		t.Errorf("known NRI v0.12.5: fail %v, %q", fail, msg)
+		t.Errorf("known NRI v0.12.5: outcome %v, %q", outcome, msg)
 	}
-	for _, version := range []string{"", "v0.12.3"} {
-		fail, msg := policyIgnoredMessage(version, K, observed)
-		if fail || !strings.Contains(msg, "25-faultline-k") || !strings.Contains(msg, "keep_connected") || !strings.HasSuffix(msg, observed) {
-			t.Errorf("NRI %q: fail %v, %q", version, fail, msg)
+	for _, version := range []string{"v0.12.3", "0.11.0", "v0.12.4-rc.1"} {
+		outcome, msg := policyIgnoredMessage(version, K, observed)
+		if outcome != policyNotImplemented || !strings.Contains(msg, "25-faultline-k") || !strings.Contains(msg, "keep_connected") || !strings.HasSuffix(msg, observed) {
+			t.Errorf("known NRI %q: outcome %v, %q; want not implemented", version, outcome, msg)
 		}
-		if version == "" && !strings.Contains(msg, "NRI unknown") {
-			t.Errorf("an unknown version must say so: %q", msg)
+	}
+	// An unknown version is a skip that says so, never "not implemented":
+	// the runtime may have the policy and be failing it.
+	for _, version := range []string{"", "  ", "main"} {
+		outcome, msg := policyIgnoredMessage(version, K, observed)
+		if outcome != policyVersionUnknown || !strings.HasPrefix(msg, nriVersionUnknown) || !strings.Contains(msg, "25-faultline-k") || !strings.HasSuffix(msg, observed) {
+			t.Errorf("NRI %q: outcome %v, %q; want skipped, saying the version is unknown", version, outcome, msg)
 		}
 	}
 }

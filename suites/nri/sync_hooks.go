@@ -38,22 +38,31 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 
 		firstRun := eventuallyRecorded(ctx, f, node, B, pod, "RunPodSandbox", record.Error, retryTimeout(1))[0]
 		expectAttemptGone(ctx, node, pod, firstRun.PodSandboxID)
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
+		var ev *v1.Event
+		harness.Cause("message-missing", func() {
+			ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
+		})
 		ginkgo.By("the kubelet reports: " + ev.Message)
 
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
-			"once the fault has fired %d times, RunPodSandbox must succeed and the pod run", failures)
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
+				"once the fault has fired %d times, RunPodSandbox must succeed and the pod run", failures)
+		})
 
 		runs := nriclient.Only(eventsOf(ctx, f, node, B, pod), "RunPodSandbox")
-		gomega.Expect(nriclient.Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-			"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(runs))
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(nriclient.Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+				"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(runs))
+		})
 		var failed []string
 		for _, r := range runs[:failures] {
 			failed = append(failed, r.PodSandboxID)
 		}
 		s := expectOnlyAttempt(ctx, f, node, pod, failed)
-		gomega.Expect(s.Sandboxes[0].ID).To(gomega.Equal(runs[failures].PodSandboxID),
-			"the pod must run in the sandbox whose RunPodSandbox passed:\n%s", FormatState(s))
+		harness.Cause("wrong-attempt-runs", func() {
+			gomega.Expect(s.Sandboxes[0].ID).To(gomega.Equal(runs[failures].PodSandboxID),
+				"the pod must run in the sandbox whose RunPodSandbox passed:\n%s", FormatState(s))
+		})
 	})
 
 	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
@@ -62,37 +71,46 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		want := B.ErrorText("CreateContainer", pod, TestContainer)
 
 		var waiting string
-		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			if st := containerStatus(p, TestContainer); st != nil && st.State.Waiting != nil {
-				waiting = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
-			}
-			return waiting, nil
-		}).WithTimeout(retryTimeout(1)).Should(gomega.ContainSubstring(want),
-			"the container status must carry the plugin's error while creation fails")
-		ginkgo.By("the container waits with " + waiting)
-		gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
+		harness.Cause("message-missing", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+				p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				if st := containerStatus(p, TestContainer); st != nil && st.State.Waiting != nil {
+					waiting = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
+				}
+				return waiting, nil
+			}).WithTimeout(retryTimeout(1)).Should(gomega.ContainSubstring(want),
+				"the container status must carry the plugin's error while creation fails")
+			ginkgo.By("the container waits with " + waiting)
+			gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
+		})
 		firstCreate := eventuallyRecorded(ctx, f, node, B, pod, "CreateContainer", record.Error, retryTimeout(1))[0]
 		expectAttemptGone(ctx, node, pod, firstCreate.ContainerID)
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, retryTimeout(1))
+		var ev *v1.Event
+		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, retryTimeout(1)) })
 		ginkgo.By("the kubelet reports: " + ev.Message)
 
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
-			"once the fault has fired %d times, CreateContainer must succeed and the pod run", failures)
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
+				"once the fault has fired %d times, CreateContainer must succeed and the pod run", failures)
+		})
 
 		creates := nriclient.Only(eventsOf(ctx, f, node, B, pod), "CreateContainer")
-		gomega.Expect(nriclient.Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-			"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(creates))
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(nriclient.Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+				"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(creates))
+		})
 		var failed []string
 		for _, c := range creates[:failures] {
 			failed = append(failed, c.ContainerID)
 		}
 		s := expectOnlyAttempt(ctx, f, node, pod, failed)
-		gomega.Expect(s.Containers[0].ID).To(gomega.Equal(creates[failures].ContainerID),
-			"the running container must be the one whose CreateContainer passed:\n%s", FormatState(s))
+		harness.Cause("wrong-attempt-runs", func() {
+			gomega.Expect(s.Containers[0].ID).To(gomega.Equal(creates[failures].ContainerID),
+				"the running container must be the one whose CreateContainer passed:\n%s", FormatState(s))
+		})
 	})
 
 	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
@@ -102,7 +120,9 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 			Limits:   v1.ResourceList{v1.ResourceCPU: resource.MustParse("100m"), v1.ResourceMemory: resource.MustParse("64Mi")},
 		}
 		pod, node := createVictim(ctx, f, pod)
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart))
+		})
 		before := runtimeStateOf(ctx, f, node, pod)
 		want := B.ErrorText("UpdateContainer", pod, TestContainer)
 
@@ -110,40 +130,47 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		patch := fmt.Sprintf(`{"spec":{"containers":[{"name":%q,"resources":{"limits":{"cpu":"200m"}}}]}}`, TestContainer)
 		_, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType,
 			[]byte(patch), metav1.PatchOptions{}, "resize")
-		framework.ExpectNoError(err, "resize the pod")
+		harness.Ours(err, "resize the pod")
 
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "ResizeError", want, retryTimeout(1))
+		var ev *v1.Event
+		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "ResizeError", want, retryTimeout(1)) })
 		ginkgo.By("the kubelet reports: " + ev.Message)
 
-		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			for _, c := range p.Status.Conditions {
-				if c.Type == v1.PodResizeInProgress || c.Type == v1.PodResizePending {
-					return fmt.Sprintf("condition %s: %s %s", c.Type, c.Reason, c.Message), nil
+		harness.Cause("not-resized", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+				p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
 				}
-			}
-			st := containerStatus(p, TestContainer)
-			if st == nil || st.Resources == nil {
-				return "no resources in the container status", nil
-			}
-			return "cpu limit " + st.Resources.Limits.Cpu().String(), nil
-		}).WithTimeout(retryTimeout(1)).Should(gomega.Equal("cpu limit 200m"),
-			"once the fault has fired, UpdateContainer must succeed and the resize complete")
+				for _, c := range p.Status.Conditions {
+					if c.Type == v1.PodResizeInProgress || c.Type == v1.PodResizePending {
+						return fmt.Sprintf("condition %s: %s %s", c.Type, c.Reason, c.Message), nil
+					}
+				}
+				st := containerStatus(p, TestContainer)
+				if st == nil || st.Resources == nil {
+					return "no resources in the container status", nil
+				}
+				return "cpu limit " + st.Resources.Limits.Cpu().String(), nil
+			}).WithTimeout(retryTimeout(1)).Should(gomega.Equal("cpu limit 200m"),
+				"once the fault has fired, UpdateContainer must succeed and the resize complete")
+		})
 
 		updates := nriclient.Only(eventsOf(ctx, f, node, B, pod), "UpdateContainer")
 		results := nriclient.Results(updates, "UpdateContainer")
-		gomega.Expect(results).To(gomega.HaveLen(2), "one failed and one passed UpdateContainer:\n%s", nriclient.FormatEvents(updates))
-		gomega.Expect(results).To(gomega.Equal([]record.Result{record.Error, record.OK}),
-			"%s must have failed UpdateContainer once, then let it pass:\n%s", B, nriclient.FormatEvents(updates))
+		harness.Cause("retries-wrong", func() {
+			gomega.Expect(results).To(gomega.HaveLen(2), "one failed and one passed UpdateContainer:\n%s", nriclient.FormatEvents(updates))
+			gomega.Expect(results).To(gomega.Equal([]record.Result{record.Error, record.OK}),
+				"%s must have failed UpdateContainer once, then let it pass:\n%s", B, nriclient.FormatEvents(updates))
+		})
 
 		after := runtimeStateOf(ctx, f, node, pod)
-		gomega.Expect(containerIDs(after)).To(gomega.Equal(containerIDs(before)),
-			"a failed update must not replace the container:\nbefore %s\nafter %s", FormatState(before), FormatState(after))
-		gomega.Expect(sandboxIDs(after)).To(gomega.Equal(sandboxIDs(before)), "nor the sandbox")
 		p := getPod(ctx, f, pod)
-		gomega.Expect(containerStatus(p, TestContainer).RestartCount).To(gomega.BeZero(), "the container keeps running")
+		harness.Cause("container-replaced", func() {
+			gomega.Expect(containerIDs(after)).To(gomega.Equal(containerIDs(before)),
+				"a failed update must not replace the container:\nbefore %s\nafter %s", FormatState(before), FormatState(after))
+			gomega.Expect(sandboxIDs(after)).To(gomega.Equal(sandboxIDs(before)), "nor the sandbox")
+			gomega.Expect(containerStatus(p, TestContainer).RestartCount).To(gomega.BeZero(), "the container keeps running")
+		})
 	})
 })

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
@@ -37,30 +38,34 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 		rt := harness.Cluster().RuntimeDescription()
 
 		var state string
-		gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-			p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", err
-			}
-			st := containerStatus(p, TestContainer)
-			switch {
-			case st == nil:
-				state = "no container status yet"
-			case st.State.Waiting != nil:
-				state = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
-			case st.State.Running != nil:
-				return "", gomega.StopTrying(fmt.Sprintf(
-					"the runtime (%s) created and started the container although its required plugin %q is not registered: "+
-						"the NRI default validator is disabled or not supported (containerd needs NRI >= v0.10, containerd >= 2.2, "+
-						"and [plugins.'io.containerd.nri.v1.nri'.default_validator] enable = true)", rt, missing))
-			default:
-				state = nriclient.ContainerState(st.State)
-			}
-			return state, nil
-		}).WithTimeout(retryTimeout(1)).Should(gomega.And(gomega.HavePrefix("CreateContainerError: "), gomega.ContainSubstring(missing)),
-			"container creation must fail with an error naming the missing plugin %q", missing)
+		harness.Cause("message-missing", func() {
+			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+				p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+				if err != nil {
+					return "", err
+				}
+				st := containerStatus(p, TestContainer)
+				switch {
+				case st == nil:
+					state = "no container status yet"
+				case st.State.Waiting != nil:
+					state = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
+				case st.State.Running != nil:
+					harness.Cause("created-without-plugin", func() {
+						framework.Failf("the runtime (%s) created and started the container although its required plugin %q is not registered: "+
+							"the NRI default validator is disabled or not supported (containerd needs NRI >= v0.10, containerd >= 2.2, "+
+							"and [plugins.'io.containerd.nri.v1.nri'.default_validator] enable = true)", rt, missing)
+					})
+				default:
+					state = nriclient.ContainerState(st.State)
+				}
+				return state, nil
+			}).WithTimeout(retryTimeout(1)).Should(gomega.And(gomega.HavePrefix("CreateContainerError: "), gomega.ContainSubstring(missing)),
+				"container creation must fail with an error naming the missing plugin %q", missing)
+		})
 		ginkgo.By("the container waits with " + state)
-		ev := EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", missing, eventDelivery)
+		var ev *v1.Event
+		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", missing, eventDelivery) })
 		ginkgo.By("the kubelet reports: " + ev.Message)
 
 		// The plugins themselves passed CreateContainer: the validator
@@ -74,15 +79,21 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 			}
 		}
 		s := runtimeStateOf(ctx, f, node, pod)
-		gomega.Expect(s.Containers).To(gomega.BeEmpty(), "a rejected container must leave nothing behind:\n%s", FormatState(s))
-		gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), FormatState(s))
+		harness.Cause("leftover-container", func() {
+			gomega.Expect(s.Containers).To(gomega.BeEmpty(), "a rejected container must leave nothing behind:\n%s", FormatState(s))
+		})
+		harness.Cause("leftover-sandbox", func() {
+			gomega.Expect(s.Sandboxes).To(gomega.HaveLen(1), FormatState(s))
+		})
 	})
 
 	framework.It("a container whose required plugins are all registered is created and runs", harness.Checks("NRI-REQUIRED-PLUGINS-PRESENT"), func(ctx context.Context) {
 		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/pod", Value: fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name)}))
-		framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
-			"with %s, %s and %s registered, the validator must let the container be created", A, B, C)
+		harness.Cause("not-running", func() {
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, podStart),
+				"with %s, %s and %s registered, the validator must let the container be created", A, B, C)
+		})
 		expectNoFailureEvents(ctx, f, pod)
 		expectOnlyAttempt(ctx, f, node, pod, nil)
 	})

@@ -28,6 +28,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -196,6 +197,23 @@ func (e *env) job(t *testing.T) {
 	}
 	if !strings.Contains(string(log), "faultline: Nothing unexpected: ") {
 		t.Errorf("the Job's log lacks faultline's outcome")
+	}
+	// The runner removed its ClusterRole (FAULTLINE_REMOVE_RBAC), and the
+	// garbage collector the binding the role owns by then.
+	if !strings.Contains(string(log), "faultline: removed ClusterRole "+name) {
+		t.Errorf("the Job's log does not say its ClusterRole was removed")
+	}
+	for {
+		_, rerr := e.cs.RbacV1().ClusterRoles().Get(ctx, name, metav1.GetOptions{})
+		_, berr := e.cs.RbacV1().ClusterRoleBindings().Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(rerr) && apierrors.IsNotFound(berr) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the Job's ClusterRole (%v) or ClusterRoleBinding (%v) is still there after the run", rerr, berr)
+		case <-time.After(2 * time.Second):
+		}
 	}
 }
 

@@ -89,8 +89,8 @@ func TestManifests(t *testing.T) {
 			policies[o.Name] = o
 		}
 	}
-	if len(daemonSets) != 2 || len(classes) != 2 || role == nil || sa == nil || bind == nil || netpol == nil || len(policies) != 2 {
-		t.Fatalf("want 2 DaemonSets, 2 DeviceClasses, a ServiceAccount, a ClusterRole and its binding, a NetworkPolicy, 2 ValidatingAdmissionPolicies; got %d objects", len(objs))
+	if len(daemonSets) != 2 || len(classes) != 2 || role == nil || sa == nil || bind == nil || netpol == nil || len(policies) != 3 {
+		t.Fatalf("want 2 DaemonSets, 2 DeviceClasses, a ServiceAccount, a ClusterRole and its binding, a NetworkPolicy, 3 ValidatingAdmissionPolicies (2 of the set, the shared namespace-label one); got %d objects", len(objs))
 	}
 	checkLabelsAndNames(t, objs)
 	checkNetworkPolicy(t, netpol)

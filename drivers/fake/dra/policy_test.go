@@ -65,8 +65,9 @@ func TestPoliciesPassAPIServerValidation(t *testing.T) {
 	scheme := runtime.NewScheme()
 	admissionregistrationinstall.Install(scheme)
 	ps, bs := policies(t, fixtures.Values{Image: "i", PullPolicy: "Never", Namespace: setNamespace})
-	if len(ps) != 2 || len(bs) != 2 {
-		t.Fatalf("want 2 policies and 2 bindings, got %d and %d", len(ps), len(bs))
+	// The set's two, and fixtures/_shared's namespace-label policy.
+	if len(ps) != 3 || len(bs) != 3 {
+		t.Fatalf("want 3 policies and 3 bindings, got %d and %d", len(ps), len(bs))
 	}
 	for name, p := range ps {
 		p = p.DeepCopy()

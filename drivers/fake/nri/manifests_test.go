@@ -24,6 +24,7 @@ import (
 	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/preflight/access"
 )
 
 const namespace = "faultline-nri-test"
@@ -67,10 +68,16 @@ func render(t *testing.T) objects {
 			o.binding = x
 		case *networkingv1.NetworkPolicy:
 			o.netpol = x
+		// The namespace-label policy every set renders is
+		// fixtures/_shared's, tested in preflight/access.
 		case *admissionv1.ValidatingAdmissionPolicy:
-			o.vap = x
+			if !strings.HasPrefix(x.Name, access.FaultsLabelPolicyPrefix) {
+				o.vap = x
+			}
 		case *admissionv1.ValidatingAdmissionPolicyBinding:
-			o.vapBinder = x
+			if !strings.HasPrefix(x.Name, access.FaultsLabelPolicyPrefix) {
+				o.vapBinder = x
+			}
 		}
 	}
 	if o.ds == nil || o.sa == nil || o.role == nil || o.binding == nil || o.netpol == nil || o.vap == nil || o.vapBinder == nil {
