@@ -65,7 +65,9 @@ func gzipped(t testing.TB, data []byte) []byte {
 	t.Helper()
 	var b bytes.Buffer
 	z := gzip.NewWriter(&b)
-	z.Write(data)
+	if _, err := z.Write(data); err != nil {
+		t.Fatal(err)
+	}
 	if err := z.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,9 @@ func gzipBomb(t *testing.T, size int) []byte {
 	if err != nil {
 		t.Fatal(err)
 	}
-	z.Write([]byte("["))
+	if _, err := z.Write([]byte("[")); err != nil {
+		t.Fatal(err)
+	}
 	spaces := bytes.Repeat([]byte(" "), 1<<20)
 	for written := 0; written < size; written += len(spaces) {
 		if _, err := z.Write(spaces); err != nil {
