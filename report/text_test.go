@@ -9,7 +9,6 @@ import (
 	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/requirements"
 	"github.com/faultline-k8s/faultline/verdicts"
-	"github.com/faultline-k8s/faultline/verdicts/verdictstest"
 )
 
 func TestGrid(t *testing.T) {
@@ -103,28 +102,18 @@ func TestJSONRoundTrip(t *testing.T) {
 
 // TestReadmeGridIsGenerated: the README's verdict grid is exactly what
 // faultline report --update-readme writes for the full run recorded in
-// verdicts/testdata (full6-containerd, full6-crio), read as today's specs
-// would have ended them (verdictstest.AsToday), judged by the built-in
-// expectations. A new full run replaces both, and a changed catalogue or
-// expectation shows here.
+// verdicts/testdata (full8-containerd, full8-crio: every suite on v1.37.2,
+// with causes and premises as the specs record them), judged by the
+// built-in expectations. A new full run replaces both, and a changed
+// catalogue or expectation shows here.
 func TestReadmeGridIsGenerated(t *testing.T) {
 	doc, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs []verdicts.Run
-	for _, name := range []string{"full6-containerd", "full6-crio"} {
-		reports, err := verdicts.ReadGinkgoReports("../verdicts/testdata/" + name + ".json.gz")
-		if err != nil {
-			t.Fatal(err)
-		}
-		// As today's specs would have ended them (CRI 4-7 on an abandoned
-		// creation: not implemented).
-		verdictstest.AsToday(reports, verdicts.NotImplementedPrefix)
-		// The runs predate causes: their failures get the causes their
-		// specs would record today (the only message matching there is).
-		verdictstest.WithRecordedCauses(reports, verdicts.CauseEntry, verdicts.CauseMarkEntry)
-		run, err := verdicts.FromGinkgo(reports, 1, "")
+	for _, name := range []string{"full8-containerd", "full8-crio"} {
+		run, err := verdicts.ReadGinkgoFile("../verdicts/testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -66,6 +66,9 @@ var (
 //   - ci136-containerd: the cold .ci/run's 'smoke || ci' stage on v1.36.3,
 //     where containerd kept a sandbox an NRI plugin had failed (2026-11-24
 //     10:52);
+//   - full8-containerd, full8-crio: every suite on Kubernetes v1.37.2 after
+//     causes, premises and the deterministic CDI spec (2026-11-26 00:24;
+//     the README's grid): read as they are (TestNativeRunWithCauses);
 //   - ci-subset-containerd-unlabelled: a run with a label filter, from before
 //     specs named requirements (2026-11-23).
 //
@@ -93,6 +96,37 @@ func recordedRun(t *testing.T, name string, run int, stackKey string) Run {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestNativeRunWithCauses: a run whose specs recorded their causes and
+// premises themselves is judged as it is, with no help from the former
+// message patterns: nothing unexpected, every requirement checked, and
+// every failure carries a declared cause, never faultline's own.
+func TestNativeRunWithCauses(t *testing.T) {
+	x, err := LoadExpectationsPath("../expectations")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runs []Run
+	for _, name := range []string{"full8-containerd", "full8-crio"} {
+		r, err := ReadGinkgoFile("testdata/"+name+".json.gz", 1, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range r.Specs {
+			if s.State == Fail && (s.Cause == "" || s.Cause == requirements.HarnessCause) {
+				t.Errorf("%s: %s failed with cause %q", name, s.Name, s.Cause)
+			}
+		}
+		runs = append(runs, r)
+	}
+	rep := Build(runs, x, Header{OwnClusters: true})
+	for _, v := range rep.Unexpected() {
+		t.Errorf("%s on %s: %s", v.Requirement, v.Stack, v.Unexpected)
+	}
+	if n := len(requirements.All()); len(rep.Verdicts) != 2*n {
+		t.Errorf("%d verdicts, want %d (every requirement on both stacks)", len(rep.Verdicts), 2*n)
+	}
 }
 
 // TestRecordedRunsRead: the stack comes from the suite setup's report entry,
