@@ -73,14 +73,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 			})
 
 			ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
-			harness.Cause("prepared-again", func() {
-				gomega.Consistently(ctx, func(ctx context.Context) calls.Summary {
-					rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-					harness.Ours(err, "read the driver's call record")
-					return rep.Summary
-				}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
-					"a prepared claim of a running pod must not be prepared again")
-			})
+			expectNotPreparedAgain(ctx, node, claim, rep.Summary)
 		})
 
 		framework.It("retries a NodeUnprepareResources call the kubelet's restart cut: the pod's deletion completes, and the driver unprepared the claim once", harness.Checks("DRA-KUBELET-RESTART-UNPREPARE"), func(ctx context.Context) {

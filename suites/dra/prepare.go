@@ -231,14 +231,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		harness.Cause("calls-wrong", func() {
 			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
 		})
-		harness.Cause("prepared-again", func() {
-			gomega.Consistently(ctx, func(ctx context.Context) calls.Summary {
-				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
-				harness.Ours(err, "read the driver's call record")
-				return rep.Summary
-			}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(rep.Summary),
-				"a prepared claim of a running pod must not be prepared again")
-		})
+		expectNotPreparedAgain(ctx, node, claim, rep.Summary)
 
 		events, err := prepareEvents(ctx, cs, pod)
 		harness.Ours(err)

@@ -9,6 +9,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
 	v1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
@@ -153,4 +154,20 @@ func checkPrepareEvents(ctx context.Context, f *framework.Framework, pod *v1.Pod
 		}
 	})
 	return events
+}
+
+// expectNotPreparedAgain: the driver's record of a prepared claim stays
+// as it is (prepared) for a full kubelet resync and its tolerance, the
+// time in which a kubelet that lost track of the preparation would call
+// again.
+func expectNotPreparedAgain(ctx context.Context, node string, claim *resourceapi.ResourceClaim, prepared calls.Summary) {
+	ginkgo.GinkgoHelper()
+	harness.Cause("prepared-again", func() {
+		gomega.Consistently(ctx, func(ctx context.Context) calls.Summary {
+			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
+			harness.Ours(err, "read the driver's call record")
+			return rep.Summary
+		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(prepared),
+			"a prepared claim of a running pod must not be prepared again")
+	})
 }
