@@ -5,12 +5,12 @@
 package calls
 
 import (
-	"encoding/json"
 	"net/http"
 	"sort"
 	"sync"
 	"time"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/httpjson"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
@@ -235,9 +235,6 @@ func (r *Recorder) Handler() http.Handler {
 		if !ok {
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(r.Report(q.Get("claimUID")))
+		httpjson.Write(w, r.Report(q.Get("claimUID")))
 	})
 }

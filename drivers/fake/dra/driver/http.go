@@ -1,13 +1,13 @@
 package driver
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 
 	"k8s.io/klog/v2"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/drivers/fake/httpjson"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
@@ -54,7 +54,7 @@ func serveJSON(body func() any) http.Handler {
 		if _, ok := query.Request(w, req); !ok {
 			return
 		}
-		writeJSON(w, body())
+		httpjson.Write(w, body())
 	})
 }
 
@@ -109,7 +109,7 @@ func (d *Driver) FailHandler() http.Handler {
 			http.Error(w, err.Error(), statusOf(err))
 			return
 		}
-		writeJSON(w, FailResponse{Device: d.deviceState(r.Device)})
+		httpjson.Write(w, FailResponse{Device: d.deviceState(r.Device)})
 	})
 }
 
@@ -145,7 +145,7 @@ func (d *Driver) RepairHandler() http.Handler {
 		if repaired {
 			out.Repaired = append(out.Repaired, device)
 		}
-		writeJSON(w, out)
+		httpjson.Write(w, out)
 	})
 }
 
@@ -169,13 +169,6 @@ func (d *Driver) ResetHandler() http.Handler {
 		if repaired == nil {
 			repaired = []string{}
 		}
-		writeJSON(w, RepairResponse{Repaired: repaired})
+		httpjson.Write(w, RepairResponse{Repaired: repaired})
 	})
-}
-
-func writeJSON(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }

@@ -11,7 +11,6 @@ package podresources
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/httpjson"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 	"github.com/faultline-k8s/faultline/drivers/fake/scope"
 )
@@ -140,9 +140,6 @@ func Handler(socket string, gate scope.Gate) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(pod)
+		httpjson.Write(w, pod)
 	})
 }

@@ -1,9 +1,9 @@
 package record
 
 import (
-	"encoding/json"
 	"net/http"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/httpjson"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
@@ -21,10 +21,7 @@ func Handler(r *Recorder, ready func() error) http.Handler {
 		if !ok {
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(r.List(q.Get("podUID")))
+		httpjson.Write(w, r.List(q.Get("podUID")))
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {

@@ -12,7 +12,6 @@ package runtimestate
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,6 +23,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
+	"github.com/faultline-k8s/faultline/drivers/fake/httpjson"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
@@ -170,10 +170,7 @@ func Handler(c *Client) http.Handler {
 			http.Error(w, err.Error(), http.StatusBadGateway)
 			return
 		}
-		w.Header().Set("Content-Type", "application/json")
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		_ = enc.Encode(s)
+		httpjson.Write(w, s)
 	})
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
