@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -104,6 +105,13 @@ func Claim(path, flag, by string) (*Dir, error) {
 	case !st.IsDir():
 		return nil, &NotOursError{Dir: abs, Flag: flag, Why: "is not a directory"}
 	}
+	// One run at a time: another run's Clean would remove what this one
+	// records, and their records would overwrite each other.
+	if err := lockDir(abs); errors.Is(err, syscall.EWOULDBLOCK) {
+		return nil, &NotOursError{Dir: abs, Flag: flag, Why: "is in use by another faultline run"}
+	} else if err != nil {
+		return nil, err
+	}
 	m, found, err := readMarker(abs)
 	if err != nil {
 		return nil, err
@@ -127,6 +135,35 @@ func Claim(path, flag, by string) (*Dir, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d, d.save()
+}
+
+// held are the directories this process has locked (lockDir), by path:
+// the lock is the process's, taken once and kept until it exits, so that a
+// command (or a test) that claims a directory again does not conflict with
+// itself, and a run that dies frees it.
+var held = struct {
+	sync.Mutex
+	dirs map[string]*os.File
+}{dirs: map[string]*os.File{}}
+
+// lockDir takes an exclusive flock on the directory, without waiting:
+// syscall.EWOULDBLOCK when another process holds it.
+func lockDir(abs string) error {
+	held.Lock()
+	defer held.Unlock()
+	if _, ok := held.dirs[abs]; ok {
+		return nil
+	}
+	f, err := os.Open(abs)
+	if err != nil {
+		return err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return err
+	}
+	held.dirs[abs] = f
+	return nil
 }
 
 // readMarker reads dir's marker. A marker that is not a regular file, or
@@ -281,7 +318,9 @@ func (d *Dir) save() error {
 		return err
 	}
 	defer root.Close()
-	tmp := MarkerFile + ".tmp"
+	// The process's own name: with the directory locked no other process
+	// writes here, and mu orders this one's saves.
+	tmp := fmt.Sprintf("%s.tmp-%d", MarkerFile, os.Getpid())
 	// A link placed at the temporary name must not redirect the write.
 	if err := root.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return err
@@ -308,7 +347,7 @@ func local(rel string) (string, bool) {
 		return "", false
 	}
 	first, _, _ := strings.Cut(filepath.ToSlash(name), "/")
-	if first == MarkerFile || first == MarkerFile+".tmp" {
+	if strings.HasPrefix(first, MarkerFile) { // the marker and its temporary files
 		return "", false
 	}
 	return name, true
