@@ -134,8 +134,16 @@ func ReadJSON(path string) (*verdicts.Report, error) {
 	return verdicts.ReadReportFile(path)
 }
 
-// WriteAll writes report.md, report.json and report.html into dir.
+// WriteAll writes report.md, report.json and report.html into dir. A name
+// that is there already and is not a plain file (a symbolic link a results
+// tarball brought along, pointing at ~/.bashrc) is refused, not followed.
 func WriteAll(dir string, r *verdicts.Report) error {
+	for _, name := range []string{MarkdownFile, JSONFile, HTMLFile} {
+		p := filepath.Join(dir, name)
+		if st, err := os.Lstat(p); err == nil && !st.Mode().IsRegular() {
+			return fmt.Errorf("%s is not a plain file (%s): not writing the report through it", p, st.Mode().Type())
+		}
+	}
 	var md strings.Builder
 	WriteMarkdown(&md, r)
 	if err := os.WriteFile(filepath.Join(dir, MarkdownFile), []byte(md.String()), 0o644); err != nil {

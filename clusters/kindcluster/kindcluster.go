@@ -250,13 +250,15 @@ func runConfig(s Settings, rt runtimes.Runtime) (string, error) {
 	return out.String(), nil
 }
 
-// stateRoot holds the state of every cluster faultline made.
-func stateRoot() string {
+// stateRoot holds the state of every cluster faultline made: in the user's
+// own cache, never in a shared temporary directory, where another user
+// could put a link at its place for Delete to follow.
+func stateRoot() (string, error) {
 	dir, err := os.UserCacheDir()
 	if err != nil {
-		dir = os.TempDir()
+		return "", fmt.Errorf("no place for the clusters' state (set HOME or XDG_CACHE_HOME): %w", err)
 	}
-	return filepath.Join(dir, "faultline", "clusters")
+	return filepath.Join(dir, "faultline", "clusters"), nil
 }
 
 // stateDir is where the host keeps what a cluster's nodes mount from it; it
@@ -267,10 +269,14 @@ func stateDir(cluster string) (string, error) {
 	if err := ValidateName(cluster); err != nil {
 		return "", err
 	}
-	if !filepath.IsLocal(cluster) || cluster == "." || filepath.Base(cluster) != cluster {
-		return "", fmt.Errorf("cluster name %q is not a directory name inside %s", cluster, stateRoot())
+	root, err := stateRoot()
+	if err != nil {
+		return "", err
 	}
-	return filepath.Join(stateRoot(), cluster), nil
+	if !filepath.IsLocal(cluster) || cluster == "." || filepath.Base(cluster) != cluster {
+		return "", fmt.Errorf("cluster name %q is not a directory name inside %s", cluster, root)
+	}
+	return filepath.Join(root, cluster), nil
 }
 
 // runConfigPath is the host file of a cluster's run config drop-in.

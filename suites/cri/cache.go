@@ -350,9 +350,15 @@ func claim(ctx context.Context, t *target) string {
 }
 
 // unreachable says whether a CRI call's error is the connection's (the
-// port-forward, the relay), not an answer of the runtime.
+// port-forward, the relay), not an answer of the runtime: Unavailable, and
+// the relay's own refusals (Unauthenticated: the control token), which no
+// runtime sends.
 func unreachable(err error) bool {
-	return err != nil && status.Code(err) == codes.Unavailable
+	switch status.Code(err) {
+	case codes.Unavailable, codes.Unauthenticated:
+		return err != nil
+	}
+	return false
 }
 
 func expectCreatedOnce(ctx context.Context, t *target) {
