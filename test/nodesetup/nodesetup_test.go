@@ -176,6 +176,7 @@ func TestNodeSetupInstallsAndRemovesTheHandler(t *testing.T) {
 	before := snapshotNodes(t)
 	waitHandler(ctx, t, cs, false)
 	runCRISuite(t, env, false)
+	runDeveloperLoop(ctx, t, root, kubeconfig, fakesImage)
 
 	cli := func(args ...string) string {
 		t.Helper()
@@ -374,4 +375,41 @@ func lineDiff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// runDeveloperLoop runs the README's developer-loop command (the block
+// after "a developer drives Ginkgo directly") from the repository root on
+// this kept cluster, as a developer would paste it: only its two paths
+// into _artifacts/ are this cluster's kubeconfig and fakes image, since the
+// test must not write into a checkout's _artifacts/.
+func runDeveloperLoop(ctx context.Context, t *testing.T, root, kubeconfig, fakesImage string) {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(readme), "a developer drives Ginkgo directly")
+	_, block, ok2 := strings.Cut(after, "```sh\n")
+	command, _, ok3 := strings.Cut(block, "```")
+	const kubeconfigArg, imageArg = `"$PWD/_artifacts/containerd/kubeconfig"`, `"$(cat _artifacts/fakes-image.txt)"`
+	if !ok || !ok2 || !ok3 || !strings.Contains(command, kubeconfigArg) || !strings.Contains(command, imageArg) {
+		t.Fatalf("the README's developer-loop command is not where this test looks for it (after \"a developer drives Ginkgo directly\", naming %s and %s): update the test with the README", kubeconfigArg, imageArg)
+	}
+	command = strings.ReplaceAll(command, kubeconfigArg, "'"+kubeconfig+"'")
+	command = strings.ReplaceAll(command, imageArg, "'"+fakesImage+"'")
+	cmd := exec.CommandContext(ctx, "bash", "-c", command)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	t.Logf("the README's developer loop:\n%s\n%s", command, lastLines(string(out), 6))
+	if err != nil || !strings.Contains(string(out), "SUCCESS!") {
+		t.Errorf("the README's developer-loop command failed from the repository root: %v", err)
+	}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
