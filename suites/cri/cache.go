@@ -396,9 +396,13 @@ func expectRemoved(ctx context.Context, t *target, id string, within time.Durati
 	var leaked bool
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, time.Second, within, true, func(ctx context.Context) (bool, error) {
+		// A call the poll's own deadline cut short says nothing about the
+		// object: it leaves last as the poll's last real answer.
 		listed, err := t.listed(ctx)
 		if err != nil {
-			last = err
+			if ctx.Err() == nil {
+				last = err
+			}
 			return false, nil //nolint:nilerr // the relay may blink; poll again
 		}
 		if slices.Contains(listed, id) {
@@ -406,7 +410,9 @@ func expectRemoved(ctx context.Context, t *target, id string, within time.Durati
 			return false, errors.New("listed")
 		}
 		removed, err := t.removed(ctx, id)
-		last = err
+		if err == nil || ctx.Err() == nil {
+			last = err
+		}
 		return removed, nil
 	})
 	switch {
