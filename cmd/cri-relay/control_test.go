@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	runtimeapi "k8s.io/cri-api/pkg/apis/runtime/v1"
 
 	"github.com/faultline-k8s/faultline/drivers/fake/control"
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 )
 
 func tokens(t *testing.T) (token, other control.Token, v *control.Verifier, refused func() []string) {
@@ -55,7 +57,8 @@ func TestHTTPWantsTheControlToken(t *testing.T) {
 	token, other, v, refused := tokens(t)
 	dir := t.TempDir()
 	k := &kubeletProcess{name: "kubelet", proc: fakeProc(t, map[int][3]string{1: {"systemd", "S", "0"}, 120: {"kubelet", "S", "1"}})}
-	srv := httptest.NewServer(httpHandler(v, &runtimeProcess{socket: filepath.Join(dir, "none.sock"), name: "containerd", proc: "/proc"}, k, filepath.Join(dir, "none")))
+	gates := t.TempDir()
+	srv := httptest.NewServer(httpHandler(v, &runtimeProcess{socket: filepath.Join(dir, "none.sock"), name: "containerd", proc: "/proc"}, k, filepath.Join(dir, "none"), gates))
 	defer srv.Close()
 	do := func(method, path, auth string) int {
 		t.Helper()
@@ -77,6 +80,7 @@ func TestHTTPWantsTheControlToken(t *testing.T) {
 	for _, c := range []struct{ method, path string }{
 		{http.MethodPost, "/restart-kubelet"}, {http.MethodPost, "/restart-runtime"},
 		{http.MethodGet, "/kubelet"}, {http.MethodGet, "/runtime"}, {http.MethodGet, "/oci-log"},
+		{http.MethodPost, "/release?request=cri-1"},
 	} {
 		for who, auth := range map[string]string{"no token": "", "another run's token": other.Bearer(), "the hash": "Bearer " + token.Hash()} {
 			if code := do(c.method, c.path, auth); code != http.StatusUnauthorized {
@@ -84,8 +88,25 @@ func TestHTTPWantsTheControlToken(t *testing.T) {
 			}
 		}
 	}
-	if n := len(refused()); n != 15 {
-		t.Errorf("%d refusals logged, want 15", n)
+	if n := len(refused()); n != 18 {
+		t.Errorf("%d refusals logged, want 18", n)
+	}
+	if entries, _ := os.ReadDir(gates); len(entries) != 0 {
+		t.Errorf("a release without the token opened %v", entries)
+	}
+	for _, bad := range []string{"/release?request=../x", "/release?request=", "/release", "/release?request=a&other=b"} {
+		if code := do(http.MethodPost, bad, token.Bearer()); code != http.StatusBadRequest {
+			t.Errorf("POST %s: %d, want 400", bad, code)
+		}
+	}
+	if code := do(http.MethodGet, "/release?request=cri-1", token.Bearer()); code != http.StatusMethodNotAllowed {
+		t.Errorf("GET /release: %d, want 405", code)
+	}
+	if code := do(http.MethodPost, "/release?request=cri-1", token.Bearer()); code != http.StatusOK || !ociruntime.Released(gates, "cri-1") {
+		t.Errorf("POST /release with the token: %d, released %v", code, ociruntime.Released(gates, "cri-1"))
+	}
+	if entries, _ := os.ReadDir(gates); len(entries) != 1 {
+		t.Errorf("the gate directory holds %v, want the one release", entries)
 	}
 	if code := do(http.MethodGet, "/kubelet", token.Bearer()); code != http.StatusOK {
 		t.Errorf("GET /kubelet with the token: %d", code)
@@ -101,6 +122,24 @@ type fakeRuntime struct {
 	runtimeapi.UnimplementedRuntimeServiceServer
 	mu    sync.Mutex
 	calls []metadata.MD
+	// held: how each RunPodSandbox, which answers only when its context
+	// ends, saw that context end, and the deadline it had.
+	held chan heldCall
+}
+
+type heldCall struct {
+	err      error
+	deadline time.Time
+}
+
+// RunPodSandbox holds the call until its context ends, as a slow creation.
+func (f *fakeRuntime) RunPodSandbox(ctx context.Context, _ *runtimeapi.RunPodSandboxRequest) (*runtimeapi.RunPodSandboxResponse, error) {
+	<-ctx.Done()
+	deadline, _ := ctx.Deadline()
+	if f.held != nil {
+		f.held <- heldCall{err: ctx.Err(), deadline: deadline}
+	}
+	return nil, ctx.Err()
 }
 
 func (f *fakeRuntime) Version(context.Context, *runtimeapi.VersionRequest) (*runtimeapi.VersionResponse, error) {
@@ -259,5 +298,96 @@ func TestCRIProxy(t *testing.T) {
 			t.Fatalf("the restarted runtime is not reached: %v", err)
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// A call whose caller gives up at its deadline ends at the runtime as a
+// cancellation, every time, and before the runtime's own deadline, which
+// falls cancelFirst after the caller's.
+func TestCallerDeadlineReachesTheRuntimeAsACancel(t *testing.T) {
+	token, _, v, _ := tokens(t)
+	dir, err := os.MkdirTemp("", "relay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "cri.sock")
+	rt := &fakeRuntime{held: make(chan heldCall, 1)}
+	backendServer := rt.serve(t, sock)
+	defer backendServer.Stop()
+	proxy, backend, err := newCRIProxy(sock, v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer backend.Close()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = proxy.Serve(ln) }()
+	defer proxy.Stop()
+	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithPerRPCCredentials(token.PerRPCCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		callerDeadline, _ := ctx.Deadline()
+		_, err := cri.RunPodSandbox(ctx, &runtimeapi.RunPodSandboxRequest{})
+		cancel()
+		if status.Code(err) != codes.DeadlineExceeded {
+			t.Fatalf("call %d: the caller got %v, want DeadlineExceeded", i, err)
+		}
+		select {
+		case got := <-rt.held:
+			if !errors.Is(got.err, context.Canceled) {
+				t.Errorf("call %d: the runtime's context ended with %v, want a cancellation", i, got.err)
+			}
+			if min := callerDeadline.Add(cancelFirst - 100*time.Millisecond); got.deadline.Before(min) {
+				t.Errorf("call %d: the runtime's deadline %s is not about %s after the caller's %s", i, got.deadline.Format(time.StampMilli), cancelFirst, callerDeadline.Format(time.StampMilli))
+			}
+		case <-time.After(cancelFirst / 2):
+			t.Fatalf("call %d: the runtime's call did not end within %s of the caller's deadline", i, cancelFirst/2)
+		}
+	}
+}
+
+func TestCallContext(t *testing.T) {
+	caller, cancelCaller := context.WithCancel(context.Background())
+	ctx, cancel := callContext(caller)
+	defer cancel()
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a caller without a deadline gives the runtime none")
+	}
+	cancelCaller()
+	<-ctx.Done()
+	if !errors.Is(ctx.Err(), context.Canceled) {
+		t.Errorf("got %v, want canceled", ctx.Err())
+	}
+}
+
+// When the relay's own view of the caller's deadline passes before the
+// caller's cancel arrives (a port-forward in between delays both), the
+// relay's cancel ends the runtime's call with "canceled"; a caller that
+// still reads the answer must get DeadlineExceeded, what ended its call,
+// never the runtime's answer to the relay.
+func TestCallerReadsWhatEndedItsCall(t *testing.T) {
+	runtimeSaid := status.Error(codes.Canceled, "context canceled")
+	expired, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if got := callerAnswer(expired, runtimeSaid); status.Code(got) != codes.DeadlineExceeded {
+		t.Errorf("a caller whose deadline passed reads %v, want DeadlineExceeded", got)
+	}
+	gone, cancelGone := context.WithCancel(context.Background())
+	cancelGone()
+	if got := callerAnswer(gone, runtimeSaid); status.Code(got) != codes.Canceled {
+		t.Errorf("a caller that went away reads %v, want Canceled", got)
+	}
+	refused := status.Error(codes.FailedPrecondition, "name reserved")
+	if got := callerAnswer(context.Background(), refused); got != refused {
+		t.Errorf("a live caller reads %v, want the runtime's answer", got)
 	}
 }

@@ -35,14 +35,16 @@ import (
 
 	"github.com/faultline-k8s/faultline/drivers/fake/control"
 	"github.com/faultline-k8s/faultline/drivers/fake/loopback"
+	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
 	"github.com/faultline-k8s/faultline/drivers/fake/query"
 )
 
 func main() {
 	criSocket := flag.String("cri-socket", "", "the runtime's CRI socket inside this container")
 	listen := flag.String("listen", "127.0.0.1:10010", "loopback TCP address whose gRPC calls are passed on to the CRI socket")
-	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, /runtime, POST /restart-runtime, /kubelet, POST /restart-kubelet")
+	httpAddr := flag.String("http-address", "127.0.0.1:8080", "loopback HTTP address: /healthz, /oci-log, POST /release, /runtime, POST /restart-runtime, /kubelet, POST /restart-kubelet")
 	ociLog := flag.String("oci-log", "/var/log/faultline/runc-slow.jsonl", "the slow OCI runtime's log on the node")
+	gateDir := flag.String("gate-dir", ociruntime.GateDir, "where POST /release opens the gate of a creation runc-slow holds (the node's directory)")
 	process := flag.String("runtime-process", "", "command name of the runtime's process (clusters/runtimes Process); the only process /restart-runtime signals")
 	kubelet := flag.String("kubelet-process", "kubelet", "command name of the kubelet's process; /restart-kubelet signals the one process of this name whose parent is the node's init")
 	tokenHash := flag.String(control.Flag, "", control.FlagUsage)
@@ -81,7 +83,7 @@ func main() {
 		log.Fatalf("cri-relay: %v", err)
 	}
 	k := &kubeletProcess{name: *kubelet, proc: "/proc"}
-	server := &http.Server{Handler: httpHandler(verifier, r, k, *ociLog), ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: httpHandler(verifier, r, k, *ociLog, *gateDir), ReadHeaderTimeout: 10 * time.Second}
 	go func() { <-ctx.Done(); server.Close() }()
 	log.Printf("cri-relay: %s -> %s, HTTP on %s, runtime process %q, kubelet process %q", *listen, *criSocket, *httpAddr, *process, *kubelet)
 	if err := server.Serve(httpLn); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -109,11 +111,11 @@ func checkFlags(criSocket, listen, httpAddr, process, kubelet string) error {
 
 // httpHandler is the HTTP side as served: everything but GET /healthz wants
 // the run's control token.
-func httpHandler(v *control.Verifier, r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
-	return v.HTTP(handler(r, k, ociLog))
+func httpHandler(v *control.Verifier, r *runtimeProcess, k *kubeletProcess, ociLog, gateDir string) http.Handler {
+	return v.HTTP(handler(r, k, ociLog, gateDir))
 }
 
-func handler(r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
+func handler(r *runtimeProcess, k *kubeletProcess, ociLog, gateDir string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {
@@ -139,6 +141,28 @@ func handler(r *runtimeProcess, k *kubeletProcess, ociLog string) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/x-ndjson")
 		w.Write(data) //nolint:errcheck // the client went away
+	})
+	// POST /release?request=<token> opens the gate of the request's held
+	// creations (ociruntime.Release): they go on at once, and so does every
+	// later one of the request.
+	mux.HandleFunc("/release", func(w http.ResponseWriter, req *http.Request) {
+		if req.Method != http.MethodPost {
+			http.Error(w, "POST only", http.StatusMethodNotAllowed)
+			return
+		}
+		q, ok := query.Request(w, req, "request")
+		if !ok {
+			return
+		}
+		if err := ociruntime.CheckRequest(q.Get("request")); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := ociruntime.Release(gateDir, q.Get("request")); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		writeJSON(w, map[string]string{"released": q.Get("request")})
 	})
 	mux.HandleFunc("/runtime", func(w http.ResponseWriter, req *http.Request) {
 		if _, ok := query.Request(w, req); !ok {

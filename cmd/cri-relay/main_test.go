@@ -60,7 +60,7 @@ func TestRestartOnlyTheRuntimeServingTheSocket(t *testing.T) {
 		t.Fatalf("find: %+v %v, want pid %d", found, err, os.Getpid())
 	}
 
-	srv := httptest.NewServer(handler(&runtimeProcess{socket: sock, name: "containerd", proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: dir}, filepath.Join(dir, "none")))
+	srv := httptest.NewServer(handler(&runtimeProcess{socket: sock, name: "containerd", proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: dir}, filepath.Join(dir, "none"), t.TempDir()))
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/restart-runtime", "", nil)
 	if err != nil {
@@ -80,7 +80,7 @@ func TestRestartOnlyTheRuntimeServingTheSocket(t *testing.T) {
 		t.Errorf("?process=kubelet: %d, want 400", resp.StatusCode)
 	}
 
-	ok := httptest.NewServer(handler(&runtimeProcess{socket: sock, name: self.Name, proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: dir}, filepath.Join(dir, "none")))
+	ok := httptest.NewServer(handler(&runtimeProcess{socket: sock, name: self.Name, proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: dir}, filepath.Join(dir, "none"), t.TempDir()))
 	defer ok.Close()
 	resp, err = http.Get(ok.URL + "/runtime")
 	if err != nil {
@@ -144,7 +144,7 @@ func TestFindOnlyTheKubeletInitStarted(t *testing.T) {
 
 	// Over HTTP: /kubelet names it; /restart-kubelet signals nothing when
 	// there is no such process, takes no parameters and only POST.
-	srv := httptest.NewServer(handler(&runtimeProcess{name: "containerd", proc: "/proc"}, k, filepath.Join(t.TempDir(), "none")))
+	srv := httptest.NewServer(handler(&runtimeProcess{name: "containerd", proc: "/proc"}, k, filepath.Join(t.TempDir(), "none"), t.TempDir()))
 	defer srv.Close()
 	resp, err := http.Get(srv.URL + "/kubelet")
 	if err != nil {
@@ -156,7 +156,7 @@ func TestFindOnlyTheKubeletInitStarted(t *testing.T) {
 	}
 	resp.Body.Close()
 
-	none := httptest.NewServer(handler(&runtimeProcess{name: "containerd", proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: fakeProc(t, procs)}, filepath.Join(t.TempDir(), "none")))
+	none := httptest.NewServer(handler(&runtimeProcess{name: "containerd", proc: "/proc"}, &kubeletProcess{name: "kubelet", proc: fakeProc(t, procs)}, filepath.Join(t.TempDir(), "none"), t.TempDir()))
 	defer none.Close()
 	for _, c := range []struct {
 		method, path string

@@ -96,6 +96,45 @@ func newCRIProxy(socket string, v *control.Verifier) (*grpc.Server, *grpc.Client
 	return grpc.NewServer(opts...), backend, nil
 }
 
+// cancelFirst is how much later than the caller's deadline the runtime's
+// own deadline for a call falls.
+const cancelFirst = 2 * time.Second
+
+// callContext is the context of the call to the runtime: cancelled the
+// moment the caller's call ends (its deadline passed, or it went away), with
+// a deadline cancelFirst after the caller's. So the runtime sees every call
+// the caller gave up on end the same way, as a cancellation (gRPC's
+// RST_STREAM), never by its own deadline timer: the two race when a deadline
+// passes (each hop sets its timer on receipt, and the caller's cancel
+// follows the request's path), and runtimes answer them differently - NRI
+// drops a plugin whose call ended with "deadline exceeded" and carries on
+// without it, while a cancelled call fails the request (containerd's
+// CreateContainer kept the container in the first case and gave it up in
+// the second). The kubelet meets the same race over its socket; a spec
+// fixes one side of it so that its verdict is one outcome.
+func callContext(caller context.Context) (context.Context, context.CancelFunc) {
+	ctx := context.WithoutCancel(caller)
+	cancelDeadline := context.CancelFunc(func() {})
+	if deadline, ok := caller.Deadline(); ok {
+		ctx, cancelDeadline = context.WithDeadline(ctx, deadline.Add(cancelFirst))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(caller, cancel)
+	return ctx, func() { stop(); cancel(); cancelDeadline() }
+}
+
+// callerAnswer is the status a call the runtime ended with err returns to
+// the caller. When the caller's call ended first (its deadline, its
+// cancel), it ended the runtime's with it, and the runtime's "canceled"
+// answers the relay's cancel, not the caller: a caller that still reads
+// an answer (its own timer ran late) gets what ended its call.
+func callerAnswer(caller context.Context, err error) error {
+	if cerr := caller.Err(); cerr != nil {
+		return status.FromContextError(cerr).Err()
+	}
+	return err
+}
+
 type criProxy struct {
 	backend *grpc.ClientConn
 }
@@ -106,7 +145,7 @@ func (p *criProxy) handle(_ any, in grpc.ServerStream) error {
 	if !ok {
 		return status.Error(codes.Internal, "relay: no method")
 	}
-	ctx, cancel := context.WithCancel(in.Context())
+	ctx, cancel := callContext(in.Context())
 	defer cancel()
 	md, _ := metadata.FromIncomingContext(in.Context())
 	md = md.Copy()
@@ -149,7 +188,7 @@ func (p *criProxy) handle(_ any, in grpc.ServerStream) error {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
-			return err
+			return callerAnswer(in.Context(), err)
 		}
 		if err := in.SendMsg(f); err != nil {
 			return err

@@ -1,7 +1,8 @@
 // Command runc-slow is the OCI runtime of the faultline-slow runtime handler on
-// faultline's nodes: it delays "create" by what the bundle's annotations ask
-// (drivers/fake/ociruntime), records what it was asked to do, then execs the
-// node's real OCI runtime with the same arguments.
+// faultline's nodes: it delays "create" by what the bundle's annotations ask,
+// or holds it until the spec releases it (drivers/fake/ociruntime, gate.go),
+// records what it was asked to do, then execs the node's real OCI runtime
+// with the same arguments.
 //
 // The real runtime is the first line of /etc/faultline/runc-slow.delegate
 // (runc-restrict on CRI-O nodes), else runc from PATH.
@@ -31,7 +32,7 @@ const (
 )
 
 func main() {
-	w := wrapper{logFile: logFile, delegateFile: delegateFile, exec: syscall.Exec, sleep: time.Sleep}
+	w := wrapper{logFile: logFile, delegateFile: delegateFile, gateDir: ociruntime.GateDir, exec: syscall.Exec, sleep: time.Sleep, hold: ociruntime.Hold}
 	if err := w.run(os.Args[1:]); err != nil {
 		fmt.Fprintf(os.Stderr, "runc-slow: %v\n", err)
 		os.Exit(1)
@@ -41,8 +42,11 @@ func main() {
 // wrapper is runc-slow with its paths and side effects, for tests.
 type wrapper struct {
 	logFile, delegateFile string
-	exec                  func(path string, argv, env []string) error
-	sleep                 func(time.Duration)
+	// gateDir holds the releases of held creations (ociruntime.Release).
+	gateDir string
+	exec    func(path string, argv, env []string) error
+	sleep   func(time.Duration)
+	hold    func(bound time.Duration, released func() bool) bool
 }
 
 func (w wrapper) run(args []string) error {
@@ -80,6 +84,7 @@ func (w wrapper) refuse(inv ociruntime.Invocation, err error) error {
 func (w wrapper) witness(inv ociruntime.Invocation) error {
 	record := ociruntime.Record{Time: time.Now(), Command: inv.Command, Phase: "begin", ID: inv.ID}
 	var delay time.Duration
+	var hold bool
 	if inv.Command == "create" || inv.Command == "run" {
 		spec, err := w.readSpec(inv.Bundle)
 		record.Kind, record.Request = spec.Kind, spec.Request
@@ -91,7 +96,7 @@ func (w wrapper) witness(inv ociruntime.Invocation) error {
 			return err
 		}
 		if spec.Delay > 0 {
-			delay = spec.Delay
+			delay, hold = spec.Delay, spec.Hold
 			record.Delay = delay.String()
 		}
 	}
@@ -99,7 +104,14 @@ func (w wrapper) witness(inv ociruntime.Invocation) error {
 		return err
 	}
 	if delay > 0 {
-		w.sleep(delay) // the fault itself: the creation is slow
+		// The fault itself: the creation is slow, or held until the spec
+		// releases it.
+		if hold {
+			request := record.Request
+			record.Released = w.hold(delay, func() bool { return ociruntime.Released(w.gateDir, request) })
+		} else {
+			w.sleep(delay)
+		}
 		record.Time, record.Phase = time.Now(), "exec"
 		if err := w.append(record); err != nil {
 			return err

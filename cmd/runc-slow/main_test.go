@@ -19,6 +19,7 @@ type fakeRuntime struct {
 	w        wrapper
 	execs    [][]string
 	slept    []time.Duration
+	held     []time.Duration
 	execFail error
 }
 
@@ -36,7 +37,12 @@ func newFake(t *testing.T) *fakeRuntime {
 			f.execs = append(f.execs, argv)
 			return f.execFail
 		},
-		sleep: func(d time.Duration) { f.slept = append(f.slept, d) },
+		sleep:   func(d time.Duration) { f.slept = append(f.slept, d) },
+		gateDir: filepath.Join(dir, "gates"),
+		hold: func(d time.Duration, released func() bool) bool {
+			f.held = append(f.held, d)
+			return released()
+		},
 	}
 	return f
 }
@@ -104,6 +110,36 @@ func TestDelayedCreate(t *testing.T) {
 	}
 	if len(f.slept) != 1 || f.slept[0] != 8*time.Second {
 		t.Errorf("slept %v", f.slept)
+	}
+}
+
+// A held create waits for its request's release (here: given before, so the
+// hold ends at once), and its exec record says whether the gate opened.
+func TestHeldCreate(t *testing.T) {
+	for _, released := range []bool{false, true} {
+		f := newFake(t)
+		if released {
+			if err := os.MkdirAll(f.w.gateDir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := ociruntime.Release(f.w.gateDir, "r1"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b := f.bundle(`"io.kubernetes.cri.container-type":"sandbox","cri.faultline.k8s.io/sandbox-create-delay":"1m","cri.faultline.k8s.io/hold-until-released":"true","cri.faultline.k8s.io/request":"r1"`)
+		if err := f.run("create --bundle " + b + " abc"); err != nil {
+			t.Fatal(err)
+		}
+		rs := f.records()
+		if len(rs) != 2 || rs[0].Delay != "1m0s" || rs[1].Phase != "exec" || rs[1].Released != released {
+			t.Errorf("released %v: records %+v", released, rs)
+		}
+		if len(f.slept) != 0 || len(f.held) != 1 || f.held[0] != time.Minute {
+			t.Errorf("released %v: slept %v, held %v: want one hold bounded by the delay", released, f.slept, f.held)
+		}
+		if len(f.execs) != 1 {
+			t.Errorf("released %v: execs %q", released, f.execs)
+		}
 	}
 }
 

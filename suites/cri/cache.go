@@ -30,19 +30,19 @@ var _ = describeStage(stageContainer)
 func describeStage(stage string) bool {
 	args := []interface{}{framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache")}
 	if stage == stageContainer {
-		// containerd's slowdown goes through the fake NRI plugin, which NRI
-		// cuts off when a caller gives up: specs must not share it.
+		// containerd's slowdown stalls the fake NRI plugin's
+		// CreateContainer hook, and NRI calls the hooks under one lock: every
+		// container creation on the node waits for the stall. Specs must not
+		// share that.
 		args = append(args, framework.WithSerial())
 	}
-	// On containerd the container stage goes through the fake NRI plugin.
-	viaNRI := stage == stageContainer
 	// checks names the stage's requirement (requirements/catalogue.yaml:
 	// CRI-SANDBOX-*, CRI-CONTAINER-*).
 	checks := func(what string) ginkgo.Labels {
 		object := map[string]string{stageSandbox: "SANDBOX", stageContainer: "CONTAINER"}[stage]
 		return harness.Checks("CRI-" + object + "-" + what)
 	}
-	return describe(viaNRI, append([]interface{}{"timed-out " + stage}, append(args, func() {
+	return describe(stage, append([]interface{}{"timed-out " + stage}, append(args, func() {
 		f := framework.NewDefaultFramework("cri")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 		var t *target
@@ -67,6 +67,7 @@ func describeStage(stage string) bool {
 		framework.It("1-2: an identical retry after the runtime finished returns the same object, created once", checks("RETRY-GETS-FIRST"), framework.WithLabel("ci"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			first := firstStarted(ctx, t)
+			t.release(ctx)
 			abandoned := waitFinished(ctx, t)
 			harness.Cause("abandoned", func() {
 				framework.ExpectNoError(abandoned, "the runtime must finish the creation for the retry")
@@ -84,9 +85,9 @@ func describeStage(stage string) bool {
 			timeOut(ctx, t)
 			sent := t.sent
 			first := firstStarted(ctx, t)
-			// The premise: the first creation is still in its slow step. The
-			// OCI witness says so directly; on the NRI path the stall's
-			// length bounds it.
+			// The premise: the first creation is still in its slow step.
+			// runc-slow holds it until released, and its record says so; on
+			// the NRI path the stall's length bounds it.
 			done, err := t.finished(ctx)
 			if errors.Is(err, errAbandoned) {
 				harness.Cause("abandoned", func() {
@@ -95,8 +96,8 @@ func describeStage(stage string) bool {
 			}
 			framework.ExpectNoError(err, "the witness of the first creation")
 			if !t.slow.ViaNRI {
-				harness.Premise("the first creation is still in its delay", !done,
-					fmt.Sprintf("%s after the request (delay %s), runc-slow's records show its slow create %s", time.Since(sent).Round(time.Millisecond), t.slow.Delay,
+				harness.Premise("the first creation is still held", !done,
+					fmt.Sprintf("%s after the request, runc-slow's records show its held create %s", time.Since(sent).Round(time.Millisecond),
 						map[bool]string{true: "ended", false: "still held"}[done]))
 				// A runtime that gives the creation up does so as the
 				// caller's deadline passes: watch a moment, so that the
@@ -113,18 +114,57 @@ func describeStage(stage string) bool {
 						"%s: the first creation must still be in progress when the retry comes", t.node.Runtime)
 				})
 			}
-			// A loaded node may get here only after the delay: then the retry
-			// would test nothing in progress.
-			since := time.Since(sent)
-			harness.Premise("the retry is sent while the first creation is held", since < t.slow.Delay,
-				fmt.Sprintf("the retry goes %s after the first request, whose creation is held for %s", since.Round(time.Millisecond), t.slow.Delay))
+			retryDeadline := t.slow.Delay + quietAfterDelay
+			if t.slow.ViaNRI {
+				// The caller's cancel ends NRI's call of the stalled hook, so
+				// a creation kept in progress after the deadline is one
+				// containerd went on with: it shows in containerd's store.
+				// One it gave up leaves nothing to retry against.
+				if abandoned := waitFinished(ctx, t); abandoned != nil {
+					harness.Cause("abandoned", func() {
+						framework.Failf("%s: nothing is in progress to retry against: %v", t.node.Runtime, abandoned)
+					})
+				}
+				harness.Premise("the retry is sent while the first creation is held", false,
+					fmt.Sprintf("%s stored the container of the timed-out request: the NRI stall cannot hold it past the caller's deadline, so no retry can come while it is in progress", t.node.Runtime))
+			} else {
+				retryDeadline = retryPending + finishAfterRelease
+			}
 
 			// The retry's deadline outlasts the first creation, so that
 			// whatever ends it is the runtime's answer, never the caller's
 			// deadline: a refusal, or the first object once it is done.
-			retryDeadline := t.slow.Delay + quietAfterDelay
-			id, err := t.create(ctx, retryDeadline, true)
+			// runc-slow holds the first creation until the retry has waited
+			// retryPending unanswered (the runtime holds it), or was
+			// answered: then the spec lets the first creation go on.
+			type answer struct {
+				id  string
+				err error
+			}
+			answered := make(chan answer, 1)
+			go func() {
+				id, err := t.create(ctx, retryDeadline, true)
+				answered <- answer{id, err}
+			}()
+			var a answer
+			if t.slow.ViaNRI {
+				a = <-answered
+			} else {
+				select {
+				case a = <-answered:
+					ginkgo.By(fmt.Sprintf("%s answered the retry while the first creation was held", t.node.Runtime))
+				case <-time.After(retryPending):
+					ginkgo.By(fmt.Sprintf("%s holds the retry (unanswered after %s) while the first creation is held", t.node.Runtime, retryPending))
+					t.release(ctx)
+					a = <-answered
+				}
+				t.release(ctx)
+			}
+			id, err := a.id, a.err
 			if err != nil {
+				if unreachable(err) {
+					harness.Ours(err, "send the retry")
+				}
 				recordError(t, "retry while in progress", err)
 				harness.Cause("retry-unanswered", func() {
 					gomega.Expect(status.Code(err)).NotTo(gomega.Equal(codes.DeadlineExceeded),
@@ -139,7 +179,11 @@ func describeStage(stage string) bool {
 
 			// Nothing else is created while the first creation runs, and the
 			// count is kept until well after it ended.
-			quiet := time.Until(sent.Add(t.slow.Delay + quietAfterDelay))
+			ended := sent.Add(t.slow.Delay)
+			if !t.slow.ViaNRI {
+				ended = t.released
+			}
+			quiet := time.Until(ended.Add(quietAfterDelay))
 			harness.Cause("created-twice", func() {
 				gomega.Consistently(ctx, func(ctx context.Context) int {
 					ids, err := t.created(ctx)
@@ -165,6 +209,7 @@ func describeStage(stage string) bool {
 		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", checks("UNCLAIMED-HIDDEN"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			id := firstStarted(ctx, t)
+			t.release(ctx)
 			noCache(t, waitFinished(ctx, t), "whether the kept object stays hidden until claimed")
 			invisible := fmt.Sprintf("%s: the kubelet was told the creation failed, so the object must stay invisible until the retry claims it", t.node.Runtime)
 			gomega.Consistently(ctx, func(ctx context.Context) error {
@@ -192,6 +237,7 @@ func describeStage(stage string) bool {
 		framework.It("5: a changed request gets a new object and the timed-out one is removed", checks("CHANGED-REQUEST"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
+			t.release(ctx)
 			noCache(t, waitFinished(ctx, t), "whether a changed request has the kept object removed")
 			t.attempt++
 			id, err := t.create(ctx, claimDeadline(t), false)
@@ -210,6 +256,7 @@ func describeStage(stage string) bool {
 		framework.It("6: a timed-out object nobody asks for again is removed", checks("UNCLAIMED-REMOVED"), framework.WithSlow(), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
+			t.release(ctx)
 			noCache(t, waitFinished(ctx, t), "whether a kept object nobody claims is removed")
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
@@ -218,6 +265,7 @@ func describeStage(stage string) bool {
 			framework.WithSerial(), framework.WithDisruptive(), func(ctx context.Context) {
 				timeOut(ctx, t)
 				old := firstStarted(ctx, t)
+				t.release(ctx)
 				// Without a kept object the restart can still leak or list
 				// one (containerd has listed an abandoned sandbox again):
 				// checked, then the verdict is not implemented.
@@ -291,8 +339,56 @@ func waitFinished(ctx context.Context, t *target) error {
 			return false, gomega.StopTrying("the witness cannot tell whether the creation finished").Wrap(err)
 		}
 		return done, err
-	}).WithTimeout(t.slow.Delay+30*time.Second).Should(gomega.BeTrue(), "the slow step must end after %s", t.slow.Delay)
-	return abandoned
+	}).WithTimeout(finishWithin(t)).Should(gomega.BeTrue(), "the slow step must end (%s)", t.slow)
+	if abandoned != nil || t.slow.ViaNRI {
+		return abandoned
+	}
+	return undone(ctx, t)
+}
+
+// keptWatch is how long after a held creation finished a spec watches for
+// the runtime undoing it: a runtime that undoes a finished creation does so
+// as its request returns (CRI-O removed the sandbox within a second of the
+// OCI create when an NRI call failed).
+const keptWatch = 3 * time.Second
+
+// undone returns an errAbandoned error when the runtime, having finished
+// the timed-out creation, removes it again at once, before anyone asked
+// for it: then nothing is kept for the retry either.
+func undone(ctx context.Context, t *target) error {
+	ginkgo.GinkgoHelper()
+	var gone error
+	// Polled to its end unless a removal shows: the timeout is the answer
+	// "kept", not a failure.
+	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, keptWatch, true, func(ctx context.Context) (bool, error) {
+		records, err := t.node.ociRecords(ctx, t.token)
+		if err != nil && ctx.Err() == nil {
+			harness.Ours(err, "read runc-slow's records")
+		}
+		for _, r := range records {
+			if r.Command == "delete" || r.Command == "kill" {
+				gone = fmt.Errorf("%w: %s finished the creation of %s and then removed it (runc-slow: %s at %s) before any retry: nothing is kept for the retry",
+					errAbandoned, t.node.Runtime, r.ID, r.Command, r.Time.Format("15:04:05.000"))
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	return gone
+}
+
+// finishWithin bounds waitFinished: the NRI stall's length and the steps
+// after it, or the steps after the spec released runc-slow's hold.
+func finishWithin(t *target) time.Duration {
+	if t.slow.ViaNRI {
+		return t.slow.Delay + 30*time.Second
+	}
+	if t.released.IsZero() {
+		// Not released: the hold ends at its bound, or the runtime gives
+		// the creation up.
+		return t.slow.Delay + 30*time.Second
+	}
+	return finishAfterRelease
 }
 
 // noCache ends a spec about the object a runtime keeps for a timed-out
@@ -317,7 +413,12 @@ func logAbandoned(err error) {
 
 // claimDeadline is the deadline of a retry meant to succeed: the runtime may
 // still finish the first creation.
-func claimDeadline(t *target) time.Duration { return t.slow.Delay + 20*time.Second }
+func claimDeadline(t *target) time.Duration {
+	if t.slow.ViaNRI || t.released.IsZero() {
+		return t.slow.Delay + 20*time.Second
+	}
+	return 20 * time.Second
+}
 
 // claim repeats the identical request, as the kubelet does, until it
 // succeeds, and records the errors the runtime gave on the way. Not

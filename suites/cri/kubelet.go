@@ -25,7 +25,7 @@ import (
 // (backOffPeriod 10 s plus jitter).
 const kubeletRetry = 15 * time.Second
 
-var _ = describe(false, "kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
+var _ = describe("", "kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
 	f := framework.NewDefaultFramework("cri-kubelet")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 

@@ -158,6 +158,16 @@ func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Rec
 	return out, nil
 }
 
+// release opens the gate of a request's held creations (runc-slow holds
+// them until then: ociruntime.Release).
+func (n *node) release(ctx context.Context, request string) error {
+	var answer map[string]string
+	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/release", map[string]string{"request": request}, &answer); err != nil {
+		return fmt.Errorf("release the held creations of %s: %w", request, err)
+	}
+	return nil
+}
+
 // runtimeProcess is the process serving the node's CRI socket, as the relay
 // finds it (its peer credentials); a restart gives a new PID or start time.
 type runtimeProcess struct {

@@ -10,7 +10,7 @@ import (
 
 // Requirement 0 of the suite's own fixtures: no tenant can slow the node's
 // runtime through them (fixtures/cri/slow-runtime-policy.yaml.tmpl).
-var _ = describe(false, "the slow runtime handler", func() {
+var _ = describe("", "the slow runtime handler", func() {
 	f := framework.NewDefaultFramework("cri-scope")
 	harness.ItRefusesFaultsOutsideOwnNamespaces(f, harness.FaultRequest{
 		What:     "a pod of the faultline-slow RuntimeClass asking for a delay",

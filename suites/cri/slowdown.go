@@ -3,8 +3,10 @@ package cri
 // How a spec makes one creation slower than its caller's deadline without
 // slowing anything else on the node.
 //
-// runc-slow (the faultline-slow runtime handler) sleeps inside the OCI
-// create. CRI-O runs the OCI create in RunPodSandbox and in CreateContainer,
+// runc-slow (the faultline-slow runtime handler) holds the OCI create until
+// the spec releases it (a gate, ociruntime.Release; at most holdBound), so
+// each spec fixes when the creation goes on: after the caller's deadline,
+// with a retry waiting, before a restart. CRI-O runs the OCI create in RunPodSandbox and in CreateContainer,
 // containerd only in RunPodSandbox: its CreateContainer writes metadata and
 // leaves the OCI create to StartContainer. The one step of containerd's
 // CreateContainer that can wait is the NRI CreateContainer hook, so there the
@@ -22,11 +24,17 @@ import (
 )
 
 const (
-	// ociDelay is how long runc-slow holds a creation; ociDeadline is the
-	// caller's deadline then: long enough for the steps before the OCI create
-	// on a loaded node, well short of the delay.
-	ociDelay    = 10 * time.Second
+	// holdBound is the longest runc-slow holds a creation the spec does not
+	// release (interrupted); ociDeadline is the caller's deadline: long
+	// enough for the steps before the OCI create on a loaded node.
+	holdBound   = 2 * time.Minute
 	ociDeadline = 3 * time.Second
+	// retryPending is how long requirement 3's retry must stay unanswered,
+	// while the first creation is held, before the spec releases it: the
+	// runtime holds the retry (it answers it once the first is done).
+	retryPending = 2 * time.Second
+	// finishAfterRelease bounds a released creation's last steps.
+	finishAfterRelease = 30 * time.Second
 	// retryInterval is how often a spec repeats a request, as the kubelet
 	// does (it retries at its next pod sync).
 	retryInterval = time.Second
@@ -36,8 +44,8 @@ const (
 	quietAfterDelay = 10 * time.Second
 	// abandonWatch is how long requirement 3 watches the first creation
 	// after the caller's deadline before it retries: a runtime that gives
-	// the creation up at the deadline has done so by then (well inside
-	// ociDelay, so the retry still comes while a kept creation runs).
+	// the creation up at the deadline has done so by then (runc-slow still
+	// holds a kept creation: the spec has not released it).
 	abandonWatch = 2 * time.Second
 	// cleanupWindow bounds a runtime removing a timed-out object nobody
 	// claimed (CRI-O: a minute or two, its resource store's GC).
@@ -46,18 +54,19 @@ const (
 
 // slowdown is one way to make a creation slow.
 type slowdown struct {
-	// ViaNRI: the fake NRI plugin stalls the CreateContainer hook.
+	// ViaNRI: the fake NRI plugin stalls the CreateContainer hook for Delay.
+	// Otherwise runc-slow holds the OCI create until the spec releases it
+	// (target.release), at most Delay.
 	ViaNRI bool
 	// Delay is how long the creation is held; Deadline the caller's.
 	Delay, Deadline time.Duration
 }
 
 func (s slowdown) String() string {
-	how := "runc-slow delays the OCI create"
 	if s.ViaNRI {
-		how = "the fake NRI plugin stalls the CreateContainer hook"
+		return fmt.Sprintf("the fake NRI plugin stalls the CreateContainer hook for %s; the caller's deadline is %s", s.Delay, s.Deadline)
 	}
-	return fmt.Sprintf("%s by %s; the caller's deadline is %s", how, s.Delay, s.Deadline)
+	return fmt.Sprintf("runc-slow holds the OCI create until the spec releases it (at most %s); the caller's deadline is %s", s.Delay, s.Deadline)
 }
 
 // slowdownFor picks the mechanism for a runtime and a stage: the fake NRI
@@ -65,10 +74,13 @@ func (s slowdown) String() string {
 // (clusters/runtimes CreateContainerRunsOCICreate).
 func slowdownFor(rt runtime, stage string) slowdown {
 	if stage == stageContainer && !rt.CreateContainerRunsOCICreate {
+		// The caller's cancel (the relay passes every deadline on as one)
+		// ends NRI's call of the hook; both must come before NRI's own
+		// timeout, which would drop the plugin.
 		timeout := harness.Cluster().NRIRequestTimeout
-		return slowdown{ViaNRI: true, Delay: timeout * 3 / 4, Deadline: timeout / 4}
+		return slowdown{ViaNRI: true, Delay: timeout * 3 / 4, Deadline: timeout / 2}
 	}
-	return slowdown{Delay: ociDelay, Deadline: ociDeadline}
+	return slowdown{Delay: holdBound, Deadline: ociDeadline}
 }
 
 // The annotations that ask for a slowdown are built by the fakes' own

@@ -51,8 +51,9 @@ type target struct {
 	// store is containerd's own record of the containers it stored, on the
 	// NRI path (metadata.go); nil where runc-slow witnesses creations.
 	store *containerdStore
-	// sent is when the timed-out request was sent (timeOut).
-	sent time.Time
+	// sent is when the timed-out request was sent (timeOut); released when
+	// the spec let runc-slow's held creations go on (release).
+	sent, released time.Time
 }
 
 // newTarget prepares a target; for containers it starts the host pod first.
@@ -158,7 +159,7 @@ func (t *target) sandboxConfig(delay bool) *runtimeapi.PodSandboxConfig {
 		Hostname:     name,
 		LogDirectory: fmt.Sprintf("/var/log/pods/%s_%s_%s", relayNamespace, name, t.token),
 		Labels:       map[string]string{requestLabel: t.token},
-		Annotations:  ociruntime.SlowCreate{Request: t.token, SandboxDelay: d}.Annotations(),
+		Annotations:  ociruntime.SlowCreate{Request: t.token, SandboxDelay: d, Hold: true}.Annotations(),
 		// A shared PID namespace: CRI-O then runs an infra container, the OCI
 		// create runc-slow delays (without one, CRI-O's RunPodSandbox runs no
 		// OCI runtime at all).
@@ -178,7 +179,7 @@ func (t *target) containerConfig(delay bool) *runtimeapi.ContainerConfig {
 		Image:       &runtimeapi.ImageSpec{Image: t.imageID, UserSpecifiedImage: harness.Flags.FakesImage},
 		Command:     []string{"/usr/local/bin/testpod", "--message", "direct container " + t.token},
 		Labels:      map[string]string{requestLabel: t.token},
-		Annotations: ociruntime.SlowCreate{Request: t.token, ContainerDelay: d}.Annotations(),
+		Annotations: ociruntime.SlowCreate{Request: t.token, ContainerDelay: d, Hold: true}.Annotations(),
 		// in the pod's log directory, which the kubelet made (runtimes do not)
 		LogPath: fmt.Sprintf("%s-%d.log", directContainer, t.attempt),
 		// as the kubelet asks for a pod that does not share its PID namespace
@@ -186,6 +187,19 @@ func (t *target) containerConfig(delay bool) *runtimeapi.ContainerConfig {
 			NamespaceOptions: &runtimeapi.NamespaceOption{Pid: runtimeapi.NamespaceMode_CONTAINER},
 		}},
 	}
+}
+
+// release lets the creations runc-slow holds for the target go on: the
+// held one, and every later one at once. The fake NRI plugin's stall has no
+// gate: the caller's cancel ends NRI's call of it.
+func (t *target) release(ctx context.Context) {
+	ginkgo.GinkgoHelper()
+	if t.slow.ViaNRI || !t.released.IsZero() {
+		return
+	}
+	harness.Ours(t.node.release(ctx, t.token), "open the gate of the held creation")
+	t.released = time.Now()
+	ginkgo.By(fmt.Sprintf("released the held creation %s after the request", t.released.Sub(t.sent).Round(time.Millisecond)))
 }
 
 // create sends the request with the given deadline. delay false asks for
@@ -342,8 +356,14 @@ func (t *target) kind() string {
 	return "container"
 }
 
-// cleanup removes whatever the target left in the runtime.
+// cleanup removes whatever the target left in the runtime, after letting
+// anything held go on.
 func (t *target) cleanup(ctx context.Context) {
+	if !t.slow.ViaNRI {
+		if err := t.node.release(ctx, t.token); err != nil {
+			framework.Logf("cleanup: %v (runc-slow lets the creation go after %s)", err, t.slow.Delay)
+		}
+	}
 	started, _ := t.started(ctx)
 	listed, _ := t.listed(ctx)
 	ids := append(started, listed...)

@@ -18,6 +18,9 @@ type SlowCreate struct {
 	// ContainerDelay delays the OCI create of the containers
 	// (ContainerDelayAnnotation); 0: not at all.
 	ContainerDelay time.Duration
+	// Hold makes each delay the bound of a hold the spec ends with a
+	// release (HoldAnnotation).
+	Hold bool
 }
 
 // Annotations returns the annotations that ask for s: the request, and each
@@ -29,6 +32,9 @@ func (s SlowCreate) Annotations() map[string]string {
 	}
 	if s.ContainerDelay > 0 {
 		a[ContainerDelayAnnotation] = s.ContainerDelay.String()
+	}
+	if s.Hold && (s.SandboxDelay > 0 || s.ContainerDelay > 0) {
+		a[HoldAnnotation] = "true"
 	}
 	return a
 }

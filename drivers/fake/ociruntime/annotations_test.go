@@ -16,6 +16,8 @@ func TestAnnotationsRoundTrip(t *testing.T) {
 		{Request: "cri-1234", ContainerDelay: 1500 * time.Millisecond},
 		{Request: "slow-pod", SandboxDelay: 65 * time.Second, ContainerDelay: 35 * time.Second},
 		{Request: "max", SandboxDelay: MaxDelay, ContainerDelay: time.Millisecond},
+		{Request: "cri-1234", SandboxDelay: time.Minute, Hold: true},
+		{Request: "cri-1234", SandboxDelay: time.Minute, ContainerDelay: time.Minute, Hold: true},
 	} {
 		for kind, delay := range map[string]time.Duration{"sandbox": s.SandboxDelay, "container": s.ContainerDelay} {
 			for _, typeKey := range containerTypeAnnotations {
@@ -26,7 +28,7 @@ func TestAnnotationsRoundTrip(t *testing.T) {
 					t.Errorf("%+v as %s (%s): %v", s, kind, typeKey, err)
 					continue
 				}
-				if want := (Spec{Kind: kind, Request: s.Request, Delay: delay}); got != want {
+				if want := (Spec{Kind: kind, Request: s.Request, Delay: delay, Hold: s.Hold && delay > 0}); got != want {
 					t.Errorf("%+v as %s (%s): read back %+v, want %+v", s, kind, typeKey, got, want)
 				}
 			}

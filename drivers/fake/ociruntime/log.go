@@ -36,7 +36,10 @@ type Record struct {
 	// to the create).
 	Request string `json:"request"`
 	Delay   string `json:"delay,omitempty"`
-	Error   string `json:"error,omitempty"`
+	// Released: the exec record of a held creation whose gate opened
+	// (false: the hold ran to its bound).
+	Released bool   `json:"released,omitempty"`
+	Error    string `json:"error,omitempty"`
 }
 
 // Bounds of a record's fields, so that a huge annotation cannot make a

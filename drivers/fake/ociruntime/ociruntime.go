@@ -47,6 +47,9 @@ type Spec struct {
 	Kind    string        // sandbox, container, or "" when the runtime does not say
 	Request string        // RequestAnnotation
 	Delay   time.Duration // the delay asked for this kind of object
+	// Hold: the delay is a hold's bound, ended early by a release
+	// (HoldAnnotation, gate.go).
+	Hold bool
 }
 
 // ReadSpec reads the bundle's annotations. A malformed delay is an error that
@@ -93,5 +96,15 @@ func SpecFromAnnotations(annotations map[string]string) (Spec, error) {
 		return spec, fmt.Errorf("annotation %s=%s: want a Go duration between 0 and %s (e.g. 8s)", key, quote(value), MaxDelay)
 	}
 	spec.Delay = delay
+	switch hold := annotations[HoldAnnotation]; hold {
+	case "":
+	case "true":
+		if err := CheckRequest(spec.Request); err != nil {
+			return spec, fmt.Errorf("annotation %s=true needs a request that names a gate (%s): %w", HoldAnnotation, RequestAnnotation, err)
+		}
+		spec.Hold = true
+	default:
+		return spec, fmt.Errorf("annotation %s=%s: want true, or no annotation", HoldAnnotation, quote(hold))
+	}
 	return spec, nil
 }
