@@ -79,7 +79,7 @@ func writeOutcome(w io.Writer, r *verdicts.Report) {
 		fmt.Fprintf(w, "- %s on %s: %s\n", v.Requirement, v.Stack, v.Unexpected)
 		for _, s := range v.Specs {
 			if s.State != verdicts.Pass && s.State != verdicts.Pending {
-				fmt.Fprintf(w, "    run %d, %s: %s: %s\n", s.Run, s.State, s.Name, FirstLine(s.Message))
+				fmt.Fprintf(w, "    run %d, %s: %s: %s\n", s.Run, stateWithCause(s), s.Name, FirstLine(s.Message))
 			}
 		}
 	}
@@ -139,3 +139,12 @@ func countStates(r *verdicts.Report) string {
 // most 300 characters (a Gomega failure's first line alone is often just
 // "Expected").
 func FirstLine(s string) string { return verdicts.OneLine(s, 300) }
+
+// stateWithCause is a spec's state, with the cause it failed with (the
+// short name its requirement declares, requirements/catalogue.yaml).
+func stateWithCause(s verdicts.Spec) string {
+	if s.State == verdicts.Fail && s.Cause != "" {
+		return fmt.Sprintf("%s (cause %s)", s.State, s.Cause)
+	}
+	return string(s.State)
+}

@@ -123,7 +123,7 @@ func writeMarkdownReasons(w io.Writer, r *verdicts.Report) {
 				if spec.State == verdicts.Pass {
 					continue
 				}
-				line := fmt.Sprintf("- run %d, %s: %s", spec.Run, spec.State, spec.Name)
+				line := fmt.Sprintf("- run %d, %s: %s", spec.Run, stateWithCause(spec), spec.Name)
 				if m := FirstLine(spec.Message); m != "" {
 					line += ": " + m
 				}

@@ -102,7 +102,7 @@ func TestJSONRoundTrip(t *testing.T) {
 
 // TestReadmeGridIsGenerated: the README's verdict grid is exactly what
 // faultline report --update-readme writes for the full run recorded in
-// verdicts/testdata (full8-containerd, full8-crio: every suite on v1.37.2,
+// verdicts/testdata (full9-containerd, full9-crio: every suite on v1.37.2,
 // with causes and premises as the specs record them), judged by the
 // built-in expectations. A new full run replaces both, and a changed
 // catalogue or expectation shows here.
@@ -112,7 +112,7 @@ func TestReadmeGridIsGenerated(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []verdicts.Run
-	for _, name := range []string{"full8-containerd", "full8-crio"} {
+	for _, name := range []string{"full9-containerd", "full9-crio"} {
 		run, err := verdicts.ReadGinkgoFile("../verdicts/testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)
@@ -143,5 +143,21 @@ func TestReadmeGridIsGenerated(t *testing.T) {
 	}
 	if want != string(doc) {
 		t.Errorf("README.md's grid is not the recorded run's; regenerate it (faultline report --artifacts DIR --update-readme README.md, and copy that run's ginkgo.json files into verdicts/testdata):\n%s", want[strings.Index(want, ReadmeBegin):strings.Index(want, ReadmeEnd)])
+	}
+}
+
+// A failed spec's line names its cause; other states have none to name.
+func TestStateWithCause(t *testing.T) {
+	for _, c := range []struct {
+		spec verdicts.Spec
+		want string
+	}{
+		{verdicts.Spec{State: verdicts.Fail, Cause: "abandoned"}, "fail (cause abandoned)"},
+		{verdicts.Spec{State: verdicts.Fail}, "fail"},
+		{verdicts.Spec{State: verdicts.NotImplemented}, "not implemented"},
+	} {
+		if got := stateWithCause(c.spec); got != c.want {
+			t.Errorf("%+v: %q, want %q", c.spec, got, c.want)
+		}
 	}
 }

@@ -67,8 +67,12 @@ var (
 //     where containerd kept a sandbox an NRI plugin had failed (2026-11-24
 //     10:52);
 //   - full8-containerd, full8-crio: every suite on Kubernetes v1.37.2 after
-//     causes, premises and the deterministic CDI spec (2026-11-26 00:24;
-//     the README's grid): read as they are (TestNativeRunWithCauses);
+//     causes, premises and the deterministic CDI spec (2026-11-26 00:24),
+//     before the CRI specs fixed their interleavings (racedWhenRecorded);
+//   - full9-containerd, full9-crio: every suite on Kubernetes v1.37.2 with
+//     the CRI gates and the relay's cancel (run 1 of --repeat 3,
+//     2026-11-26 02:55; the README's grid): read as they are
+//     (TestNativeRunWithCauses);
 //   - ci-subset-containerd-unlabelled: a run with a label filter, from before
 //     specs named requirements (2026-11-23).
 //
@@ -108,7 +112,7 @@ func TestNativeRunWithCauses(t *testing.T) {
 		t.Fatal(err)
 	}
 	var runs []Run
-	for _, name := range []string{"full8-containerd", "full8-crio"} {
+	for _, name := range []string{"full9-containerd", "full9-crio"} {
 		r, err := ReadGinkgoFile("testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)

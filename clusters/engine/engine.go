@@ -39,7 +39,7 @@ type Options struct {
 	Out io.Writer
 }
 
-// DefaultOptions are the paths ensure-engine.sh used.
+// DefaultOptions are the engine's paths on a machine faultline set up.
 func DefaultOptions(repoRoot string, out io.Writer) Options {
 	return Options{
 		RepoRoot: repoRoot,

@@ -1,6 +1,6 @@
 // Command runc-capfilter is an OCI runtime wrapper for hosts whose capability
 // bounding set is incomplete: it drops the capabilities the host cannot grant from
-// the request, then execs the real runc. hack/ensure-engine.sh registers it with
+// the request, then execs the real runc. faultline's engine setup (clusters/engine) registers it with
 // dockerd only on such hosts.
 package main
 
@@ -24,7 +24,7 @@ func main() {
 }
 
 func run() error {
-	// --print-missing lets hack/ensure-engine.sh decide whether this wrapper is needed.
+	// --print-missing lets the engine setup (clusters/engine) decide whether this wrapper is needed.
 	if len(os.Args) == 2 && os.Args[1] == "--print-missing" {
 		missing, err := capfilter.HostMissing()
 		for _, name := range missing {

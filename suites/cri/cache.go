@@ -265,12 +265,24 @@ func describeStage(stage string) bool {
 			framework.WithSerial(), framework.WithDisruptive(), func(ctx context.Context) {
 				timeOut(ctx, t)
 				old := firstStarted(ctx, t)
-				t.release(ctx)
-				// Without a kept object the restart can still leak or list
-				// one (containerd has listed an abandoned sandbox again):
-				// checked, then the verdict is not implemented.
-				abandoned := waitFinished(ctx, t)
-				logAbandoned(abandoned)
+				// The restart comes once the runtime is done with the
+				// timed-out creation: it kept it (released and finished), or
+				// it gave it up and removed it. A creation given up is not
+				// released (the runtime ends it), and a restart in the middle
+				// of the runtime's own cleanup would race it (containerd then
+				// listed the abandoned sandbox again in some runs).
+				abandoned := watchAbandoned(ctx, t)
+				if abandoned == nil {
+					t.release(ctx)
+					abandoned = waitFinished(ctx, t)
+				}
+				if abandoned != nil {
+					// Without a kept object the restart can still leak or
+					// list one: checked, then the verdict is not
+					// implemented.
+					logAbandoned(abandoned)
+					waitGone(ctx, t, old)
+				}
 				ginkgo.By("restarting " + t.node.Runtime.String())
 				// Whatever talks to the runtime re-registers after the
 				// restart (the fake NRI plugin, the relay): the specs after
@@ -376,6 +388,55 @@ func undone(ctx context.Context, t *target) error {
 	})
 	return gone
 }
+
+// watchAbandoned watches the held creation for abandonWatch after the
+// caller's deadline: a runtime that gives it up does so as the deadline
+// passes. It returns the errAbandoned error then, nil when the creation is
+// still held (or, on the NRI path, not known yet).
+func watchAbandoned(ctx context.Context, t *target) error {
+	ginkgo.GinkgoHelper()
+	var abandoned error
+	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, abandonWatch, true, func(ctx context.Context) (bool, error) {
+		_, err := t.finished(ctx)
+		switch {
+		case errors.Is(err, errAbandoned):
+			abandoned = err
+			return true, nil
+		case err != nil && ctx.Err() == nil:
+			harness.Ours(err, "read the witness of the first creation")
+		}
+		return false, nil
+	})
+	return abandoned
+}
+
+// waitGone waits until the runtime has removed a creation it gave up (it
+// does not know the ID, its record says so: target.removed, and
+// containerd's own stores no longer hold it), so that
+// what comes next does not race the runtime's own cleanup. A runtime that
+// keeps it longer is left to the spec's checks.
+func waitGone(ctx context.Context, t *target, id string) {
+	ginkgo.GinkgoHelper()
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, goneWithin, true, func(ctx context.Context) (bool, error) {
+		gone, err := t.removed(ctx, id)
+		if !gone || err != nil {
+			return false, nil //nolint:nilerr // poll again
+		}
+		// containerd answers NotFound over CRI before its cleanup of the
+		// sandbox's metadata is done; a restart before that recovers it.
+		known, err := containerdKnows(ctx, t.node.conn, id)
+		return !known && err == nil, nil
+	})
+	if err != nil {
+		ginkgo.By(fmt.Sprintf("%s has not removed the creation it gave up (%s) within %s: going on", t.node.Runtime, id, goneWithin))
+		return
+	}
+	ginkgo.By(fmt.Sprintf("%s removed the creation it gave up (%s)", t.node.Runtime, id))
+}
+
+// goneWithin bounds waitGone: a runtime's cleanup of a creation it gave up
+// runs as the request returns.
+const goneWithin = 30 * time.Second
 
 // finishWithin bounds waitFinished: the NRI stall's length and the steps
 // after it, or the steps after the spec released runc-slow's hold.

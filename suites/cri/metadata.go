@@ -20,6 +20,7 @@ import (
 	eventtypes "github.com/containerd/containerd/api/events"
 	containersapi "github.com/containerd/containerd/api/services/containers/v1"
 	eventsapi "github.com/containerd/containerd/api/services/events/v1"
+	sandboxapi "github.com/containerd/containerd/api/services/sandbox/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -295,4 +296,30 @@ func (s *containerdStore) String() string {
 		return fmt.Sprintf("containerd stored %v, deleted %v (no witness error)", s.created, gone)
 	}
 	return fmt.Sprintf("containerd stored %v, deleted %v (last witness error at %s: %v)", s.created, gone, s.lastErrAt.Format("15:04:05.000"), s.lastErr)
+}
+
+// containerdKnows reports whether containerd's own stores still hold id:
+// its sandbox store (what it recovers sandboxes from after a restart) or
+// its container store. A runtime without that API over its socket (CRI-O
+// answers Unimplemented) holds nothing there.
+func containerdKnows(ctx context.Context, cc *grpc.ClientConn, id string) (bool, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, "containerd-namespace", containerdNamespace)
+	_, err := sandboxapi.NewStoreClient(cc).Get(ctx, &sandboxapi.StoreGetRequest{SandboxID: id})
+	switch status.Code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.Unimplemented:
+		return false, nil
+	case codes.NotFound:
+	default:
+		return false, err
+	}
+	_, err = containersapi.NewContainersClient(cc).Get(ctx, &containersapi.GetContainerRequest{ID: id})
+	switch status.Code(err) {
+	case codes.OK:
+		return true, nil
+	case codes.NotFound, codes.Unimplemented:
+		return false, nil
+	}
+	return false, err
 }
