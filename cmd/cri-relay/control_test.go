@@ -387,7 +387,7 @@ func TestCallerReadsWhatEndedItsCall(t *testing.T) {
 		t.Errorf("a caller that went away reads %v, want Canceled", got)
 	}
 	refused := status.Error(codes.FailedPrecondition, "name reserved")
-	if got := callerAnswer(context.Background(), refused); got != refused {
+	if got := callerAnswer(context.Background(), refused); !errors.Is(got, refused) {
 		t.Errorf("a live caller reads %v, want the runtime's answer", got)
 	}
 }

@@ -299,6 +299,10 @@ func describeStage(stage string) bool {
 					defer cancel()
 					t.cleanup(cctx)
 				})
+				// The retry's own creation must not be held: let every
+				// creation of the request go on (a creation given up was not
+				// released before the restart).
+				t.release(ctx)
 				id := claim(ctx, t)
 				expectListed(ctx, t, "exactly one object is listed after the restart", id)
 				if id != old && abandoned == nil {
