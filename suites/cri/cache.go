@@ -373,14 +373,18 @@ const keptWatch = 3 * time.Second
 // for it: then nothing is kept for the retry either.
 func undone(ctx context.Context, t *target) error {
 	ginkgo.GinkgoHelper()
-	var gone error
+	var gone, last error
+	read := false
 	// Polled to its end unless a removal shows: the timeout is the answer
-	// "kept", not a failure.
+	// "kept", not a failure. A read cut short by the watch's own deadline
+	// says nothing; a watch that read nothing is faultline's failure.
 	_ = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, keptWatch, true, func(ctx context.Context) (bool, error) {
 		records, err := t.node.ociRecords(ctx, t.token)
-		if err != nil && ctx.Err() == nil {
-			harness.Ours(err, "read runc-slow's records")
+		if err != nil {
+			last = err
+			return false, nil
 		}
+		read = true
 		for _, r := range records {
 			if r.Command == "delete" || r.Command == "kill" {
 				gone = fmt.Errorf("%w: %s finished the creation of %s and then removed it (runc-slow: %s at %s) before any retry: nothing is kept for the retry",
@@ -390,6 +394,9 @@ func undone(ctx context.Context, t *target) error {
 		}
 		return false, nil
 	})
+	if gone == nil && !read {
+		harness.Ours(last, "read runc-slow's records")
+	}
 	return gone
 }
 
@@ -399,18 +406,28 @@ func undone(ctx context.Context, t *target) error {
 // still held (or, on the NRI path, not known yet).
 func watchAbandoned(ctx context.Context, t *target) error {
 	ginkgo.GinkgoHelper()
-	var abandoned error
+	var abandoned, last error
+	read := false
 	_ = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, abandonWatch, true, func(ctx context.Context) (bool, error) {
 		_, err := t.finished(ctx)
 		switch {
 		case errors.Is(err, errAbandoned):
 			abandoned = err
 			return true, nil
-		case err != nil && ctx.Err() == nil:
-			harness.Ours(err, "read the witness of the first creation")
+		case err != nil:
+			// A read the watch's own deadline cut short (the client's
+			// rate limiter refuses one that would outlast it) says
+			// nothing; only a watch that read nothing is faultline's
+			// failure.
+			last = err
+		default:
+			read = true
 		}
 		return false, nil
 	})
+	if abandoned == nil && !read {
+		harness.Ours(last, "read the witness of the first creation")
+	}
 	return abandoned
 }
 
