@@ -6,15 +6,15 @@ package cri
 // runc-slow (the faultline-slow runtime handler) holds the OCI create until
 // the spec releases it (a gate, ociruntime.Release; at most holdBound), so
 // each spec fixes when the creation goes on: after the caller's deadline,
-// with a retry waiting, before a restart. CRI-O runs the OCI create in RunPodSandbox and in CreateContainer,
-// containerd only in RunPodSandbox: its CreateContainer writes metadata and
-// leaves the OCI create to StartContainer. The one step of containerd's
-// CreateContainer that can wait is the NRI CreateContainer hook, so there the
-// fake NRI plugin stalls. NRI cuts a plugin off at its own request timeout,
-// so that stall must stay below it, and the caller's deadline below the
-// stall; and NRI also cuts the plugin off when the caller's deadline passes
-// first (a context error counts as fatal in NRI's adaptation), after which
-// the creation goes on without the plugin.
+// with a retry waiting, before a restart. CRI-O runs the OCI create in
+// RunPodSandbox and in CreateContainer, containerd only in RunPodSandbox: its
+// CreateContainer writes metadata and leaves the OCI create to
+// StartContainer. The one step of containerd's CreateContainer that can wait
+// is the NRI CreateContainer hook, so there the fake NRI plugin stalls. The
+// caller's cancel (the relay hands every timed-out call to the runtime as
+// one) ends NRI's call of the hook, which fails the creation; NRI's own
+// request timeout would instead drop the plugin and let the creation go on
+// without it, so the caller's deadline stays below that timeout.
 
 import (
 	"fmt"
