@@ -382,7 +382,7 @@ func undone(ctx context.Context, t *target) error {
 		records, err := t.node.ociRecords(ctx, t.token)
 		if err != nil {
 			last = err
-			return false, nil
+			return false, nil //nolint:nilerr // judged after the watch: read or last
 		}
 		read = true
 		for _, r := range records {
