@@ -182,35 +182,31 @@ func (f *fakeRuntime) serve(t *testing.T, sock string) *grpc.Server {
 	return s
 }
 
-// The CRI port passes every call on to the runtime only with this run's
-// token, which the runtime never sees; statuses, headers, trailers and
-// streams come back as the runtime sent them, and a restarted runtime is
-// reached again.
-func TestCRIProxy(t *testing.T) {
-	token, other, v, refused := tokens(t)
+// startRelay serves the relay's CRI port (newCRIProxy) in front of rt,
+// which answers on a fresh socket; the relay stops when the test ends. It
+// returns the socket, rt's server (the caller stops it: a test may restart
+// the runtime) and a dial of the relay's port.
+func startRelay(t *testing.T, rt *fakeRuntime, v *control.Verifier) (sock string, runtimeServer *grpc.Server, dial func(...grpc.DialOption) *grpc.ClientConn) {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "relay") // short: Unix socket paths are limited
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "cri.sock")
-	rt := &fakeRuntime{}
-	backendServer := rt.serve(t, sock)
-	defer func() { backendServer.Stop() }()
-
+	sock = filepath.Join(dir, "cri.sock")
+	runtimeServer = rt.serve(t, sock)
 	proxy, backend, err := newCRIProxy(sock, v)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer backend.Close()
+	t.Cleanup(func() { backend.Close() })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	go func() { _ = proxy.Serve(ln) }()
-	defer proxy.Stop()
-
-	dial := func(opts ...grpc.DialOption) *grpc.ClientConn {
+	t.Cleanup(proxy.Stop)
+	dial = func(opts ...grpc.DialOption) *grpc.ClientConn {
 		t.Helper()
 		conn, err := grpc.NewClient(ln.Addr().String(), append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 		if err != nil {
@@ -219,6 +215,18 @@ func TestCRIProxy(t *testing.T) {
 		t.Cleanup(func() { conn.Close() })
 		return conn
 	}
+	return sock, runtimeServer, dial
+}
+
+// The CRI port passes every call on to the runtime only with this run's
+// token, which the runtime never sees; statuses, headers, trailers and
+// streams come back as the runtime sent them, and a restarted runtime is
+// reached again.
+func TestCRIProxy(t *testing.T) {
+	token, other, v, refused := tokens(t)
+	rt := &fakeRuntime{}
+	sock, backendServer, dial := startRelay(t, rt, v)
+	defer func() { backendServer.Stop() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	// What a caller in the containerd namespace sends along.
@@ -306,33 +314,10 @@ func TestCRIProxy(t *testing.T) {
 // falls cancelFirst after the caller's.
 func TestCallerDeadlineReachesTheRuntimeAsACancel(t *testing.T) {
 	token, _, v, _ := tokens(t)
-	dir, err := os.MkdirTemp("", "relay")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "cri.sock")
 	rt := &fakeRuntime{held: make(chan heldCall, 1)}
-	backendServer := rt.serve(t, sock)
-	defer backendServer.Stop()
-	proxy, backend, err := newCRIProxy(sock, v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer backend.Close()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = proxy.Serve(ln) }()
-	defer proxy.Stop()
-	conn, err := grpc.NewClient(ln.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithPerRPCCredentials(token.PerRPCCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	cri := runtimeapi.NewRuntimeServiceClient(conn)
+	_, runtimeServer, dial := startRelay(t, rt, v)
+	defer runtimeServer.Stop()
+	cri := runtimeapi.NewRuntimeServiceClient(dial(grpc.WithPerRPCCredentials(token.PerRPCCredentials())))
 	for i := range 5 {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		callerDeadline, _ := ctx.Deadline()
