@@ -145,11 +145,7 @@ func handler(r *runtimeProcess, k *kubeletProcess, ociLog, gateDir string) http.
 	// POST /release?request=<token> opens the gate of the request's held
 	// creations (ociruntime.Release): they go on at once, and so does every
 	// later one of the request.
-	mux.HandleFunc("/release", func(w http.ResponseWriter, req *http.Request) {
-		if req.Method != http.MethodPost {
-			http.Error(w, "POST only", http.StatusMethodNotAllowed)
-			return
-		}
+	mux.HandleFunc("POST /release", func(w http.ResponseWriter, req *http.Request) {
 		q, ok := query.Request(w, req, "request")
 		if !ok {
 			return
