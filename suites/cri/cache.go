@@ -85,36 +85,6 @@ func describeStage(stage string) bool {
 			timeOut(ctx, t)
 			sent := t.sent
 			first := firstStarted(ctx, t)
-			// The premise: the first creation is still in its slow step.
-			// runc-slow holds it until released, and its record says so; on
-			// the NRI path the stall's length bounds it.
-			done, err := t.finished(ctx)
-			if errors.Is(err, errAbandoned) {
-				harness.Cause("abandoned", func() {
-					framework.Failf("%s: nothing is in progress to retry against: %v", t.node.Runtime, err)
-				})
-			}
-			framework.ExpectNoError(err, "the witness of the first creation")
-			if !t.slow.ViaNRI {
-				harness.Premise("the first creation is still held", !done,
-					fmt.Sprintf("%s after the request, runc-slow's records show its held create %s", time.Since(sent).Round(time.Millisecond),
-						map[bool]string{true: "ended", false: "still held"}[done]))
-				// A runtime that gives the creation up does so as the
-				// caller's deadline passes: watch a moment, so that the
-				// verdict does not depend on which came first, this check or
-				// the runtime's delete.
-				harness.Cause("abandoned", func() {
-					gomega.Consistently(ctx, func(ctx context.Context) error {
-						_, err := t.finished(ctx)
-						if err != nil && !errors.Is(err, errAbandoned) {
-							harness.Ours(err, "read the witness of the first creation")
-						}
-						return err
-					}).WithTimeout(abandonWatch).WithPolling(200*time.Millisecond).Should(gomega.Succeed(),
-						"%s: the first creation must still be in progress when the retry comes", t.node.Runtime)
-				})
-			}
-			retryDeadline := t.slow.Delay + quietAfterDelay
 			if t.slow.ViaNRI {
 				// The caller's cancel ends NRI's call of the stalled hook, so
 				// a creation kept in progress after the deadline is one
@@ -127,8 +97,26 @@ func describeStage(stage string) bool {
 				}
 				harness.Premise("the retry is sent while the first creation is held", false,
 					fmt.Sprintf("%s stored the container of the timed-out request: the NRI stall cannot hold it past the caller's deadline, so no retry can come while it is in progress", t.node.Runtime))
-			} else {
-				retryDeadline = retryPending + finishAfterRelease
+			}
+			// The premise: runc-slow still holds the first creation, and its
+			// record says so.
+			done, err := t.finished(ctx)
+			if errors.Is(err, errAbandoned) {
+				harness.Cause("abandoned", func() {
+					framework.Failf("%s: nothing is in progress to retry against: %v", t.node.Runtime, err)
+				})
+			}
+			framework.ExpectNoError(err, "the witness of the first creation")
+			harness.Premise("the first creation is still held", !done,
+				fmt.Sprintf("%s after the request, runc-slow's records show its held create %s", time.Since(sent).Round(time.Millisecond),
+					map[bool]string{true: "ended", false: "still held"}[done]))
+			// A runtime that gives the creation up does so as the caller's
+			// deadline passes: watch a moment, so that the verdict does not
+			// depend on which came first, this check or the runtime's delete.
+			if abandoned := watchAbandoned(ctx, t); abandoned != nil {
+				harness.Cause("abandoned", func() {
+					framework.Failf("%s: the first creation must still be in progress when the retry comes: %v", t.node.Runtime, abandoned)
+				})
 			}
 
 			// The retry's deadline outlasts the first creation, so that
@@ -137,6 +125,7 @@ func describeStage(stage string) bool {
 			// runc-slow holds the first creation until the retry has waited
 			// retryPending unanswered (the runtime holds it), or was
 			// answered: then the spec lets the first creation go on.
+			retryDeadline := retryPending + finishAfterRelease
 			type answer struct {
 				id  string
 				err error
@@ -147,18 +136,14 @@ func describeStage(stage string) bool {
 				answered <- answer{id, err}
 			}()
 			var a answer
-			if t.slow.ViaNRI {
-				a = <-answered
-			} else {
-				select {
-				case a = <-answered:
-					ginkgo.By(fmt.Sprintf("%s answered the retry while the first creation was held", t.node.Runtime))
-				case <-time.After(retryPending):
-					ginkgo.By(fmt.Sprintf("%s holds the retry (unanswered after %s) while the first creation is held", t.node.Runtime, retryPending))
-					t.release(ctx)
-					a = <-answered
-				}
+			select {
+			case a = <-answered:
+				ginkgo.By(fmt.Sprintf("%s answered the retry while the first creation was held", t.node.Runtime))
 				t.release(ctx)
+			case <-time.After(retryPending):
+				ginkgo.By(fmt.Sprintf("%s holds the retry (unanswered after %s) while the first creation is held", t.node.Runtime, retryPending))
+				t.release(ctx)
+				a = <-answered
 			}
 			id, err := a.id, a.err
 			if err != nil {
@@ -179,11 +164,7 @@ func describeStage(stage string) bool {
 
 			// Nothing else is created while the first creation runs, and the
 			// count is kept until well after it ended.
-			ended := sent.Add(t.slow.Delay)
-			if !t.slow.ViaNRI {
-				ended = t.released
-			}
-			quiet := time.Until(ended.Add(quietAfterDelay))
+			quiet := time.Until(t.released.Add(quietAfterDelay))
 			harness.Cause("created-twice", func() {
 				gomega.Consistently(ctx, func(ctx context.Context) int {
 					ids, err := t.created(ctx)
