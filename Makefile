@@ -47,16 +47,16 @@ clean:
 # (the seed corpora, and crashers kept in testdata/fuzz, run in `make test`).
 FUZZTIME ?= 30s
 FUZZ_TARGETS = \
-	./drivers/fake/dra/faultspec:FuzzParse \
-	./drivers/fake/dra/driver:FuzzFailQuery \
-	./drivers/fake/nri/faults:FuzzParse \
-	./drivers/fake/nri/faults:FuzzFor \
-	./drivers/fake/nri/record:FuzzReload \
-	./drivers/fake/ociruntime:FuzzSpecFromAnnotations \
-	./drivers/fake/ociruntime:FuzzParseArgs \
-	./drivers/fake/ociruntime:FuzzParseLog \
-	./drivers/fake/query:FuzzParse \
-	./drivers/fake/textcap:FuzzCut \
+	./fakes/dra/faultspec:FuzzParse \
+	./fakes/dra/driver:FuzzFailQuery \
+	./fakes/nri/faults:FuzzParse \
+	./fakes/nri/faults:FuzzFor \
+	./fakes/nri/record:FuzzReload \
+	./fakes/runcslow/ociruntime:FuzzSpecFromAnnotations \
+	./fakes/runcslow/ociruntime:FuzzParseArgs \
+	./fakes/runcslow/ociruntime:FuzzParseLog \
+	./fakes/lib/query:FuzzParse \
+	./fakes/lib/textcap:FuzzCut \
 	./nodesetup:FuzzContainerdPlan \
 	./nodesetup:FuzzCRIOPlan \
 	./nodesetup:FuzzParseReport \

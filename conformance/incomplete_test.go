@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,17 +12,16 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
 // TestRunIncomplete: a run that skipped a requirement (a cluster without
 // faultline's node setup) says so in the pod's log and its report, and
 // ends as before: no error, so the Job, sonobuoy and hydrophone see it pass.
 func TestRunIncomplete(t *testing.T) {
-	stack := verdicts.StackInfo{Key: "containerd-1.37", Runtime: "containerd"}
+	stack := wire.StackInfo{Key: "containerd-1.37", Runtime: "containerd"}
 	specs := types.SpecReports{{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
-		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(stack)}}}}
+		ReportEntries: types.ReportEntries{{Name: wire.StackEntry, Value: types.WrapEntryValue(stack)}}}}
 	for id, skip := range map[string]string{"FAULTLINE-CLUSTER-RUNS-PODS": "", "CRI-SANDBOX-RETRY-GETS-FIRST": "no faultline-slow handler"} {
 		sr := types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: "checks " + id, State: types.SpecStatePassed, LeafNodeLabels: []string{requirements.Label(id)}}
 		if skip != "" {

@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/fixtures/access"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/preflight/access"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 //go:embed job.yaml.tmpl sonobuoy-plugin.yaml.tmpl sonobuoy-config.json.tmpl

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/yaml"
 	sigsyaml "sigs.k8s.io/yaml"
 
+	"github.com/faultline-k8s/faultline/fixtures/access"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/preflight/access"
 )
 
 // TestManifestsNameThisBuildsImage: the Job and the sonobuoy plugin run

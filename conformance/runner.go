@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"io/fs"
 	"os"
@@ -29,9 +30,9 @@ import (
 
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // Config is a run's settings, read from the environment.
@@ -223,12 +224,12 @@ func clientFor(kubeconfig string) (kubernetes.Interface, error) {
 // writeReport judges the run: the manifest names its one report, the
 // stack comes from the report itself.
 func (c Config) writeReport(out io.Writer) error {
-	if _, err := os.Stat(filepath.Join(c.ResultsDir, verdicts.GinkgoReportFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(c.ResultsDir, wire.GinkgoReportFile)); err != nil {
 		return nil //nolint:nilerr // nothing ran; runSuites said why
 	}
 	m := verdicts.Manifest{
 		Header: verdicts.Header{Expectations: c.Expectations},
-		Stacks: []verdicts.ManifestStack{{Runtime: "cluster", Runs: []string{verdicts.GinkgoReportFile}}},
+		Stacks: []verdicts.ManifestStack{{Runtime: "cluster", Runs: []string{wire.GinkgoReportFile}}},
 	}
 	if err := verdicts.WriteManifest(c.ResultsDir, m); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -20,8 +21,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/verdicts"
-	"github.com/faultline-k8s/faultline/verdicts/verdictstest"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/judge/verdicts/verdictstest"
 )
 
 func env(kv map[string]string) func(string) (string, bool) {
@@ -88,16 +89,16 @@ func fakeGinkgo(t *testing.T, report string, exit int) string {
 }
 
 // recordedReport is a recorded full run's Ginkgo report as today's specs
-// would have written it (verdicts/verdictstest; a recording as recent as
+// would have written it (judge/verdicts/verdictstest; a recording as recent as
 // full9, with the CRI specs' fixed interleavings, is read as it is).
 func recordedReport(t *testing.T, name string) string {
 	t.Helper()
-	reports, err := verdicts.ReadGinkgoReports("../verdicts/testdata/" + name + ".json.gz")
+	reports, err := verdicts.ReadGinkgoReports("../judge/verdicts/testdata/" + name + ".json.gz")
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdictstest.AsToday(reports, verdicts.NotImplementedPrefix)
-	verdictstest.WithRecordedCauses(reports, verdicts.CauseEntry, verdicts.CauseMarkEntry)
+	verdictstest.AsToday(reports, wire.NotImplementedPrefix)
+	verdictstest.WithRecordedCauses(reports, wire.CauseEntry, verdicts.CauseMarkEntry)
 	data, err := json.Marshal(reports)
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Regenerates the k8s.io staging replace directives in go.mod from the go.mod of
 # the Kubernetes release whose e2e framework the suites build with: the one
-# go.mod requires, or the pinned release given as $1 (clusters/versions), to
+# go.mod requires, or the pinned release given as $1 (vocab/versions), to
 # which it moves k8s.io/kubernetes.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

@@ -20,10 +20,10 @@ const (
 	HandlerName = "faultline-slow"
 	// RuncSlowPath is where runc-slow lives on a node.
 	RuncSlowPath = "/usr/local/bin/runc-slow"
-	// DelegatePath names the real OCI runtime runc-slow execs (cmd/runc-slow).
+	// DelegatePath names the real OCI runtime runc-slow execs (fakes/runcslow/cmd/runc-slow).
 	DelegatePath = "/etc/faultline/runc-slow.delegate"
 	// AnnotationPrefix starts every annotation runc-slow reads
-	// (drivers/fake/ociruntime); containerd passes on only the annotations
+	// (fakes/runcslow/ociruntime); containerd passes on only the annotations
 	// its handler lists.
 	AnnotationPrefix = "cri.faultline.k8s.io/"
 )
@@ -51,7 +51,7 @@ func containerdPlugin(version int) (string, error) {
 }
 
 var containerdHandlerTemplate = template.Must(template.New("containerd").Parse(
-	`# faultline-slow: runc behind runc-slow (cmd/runc-slow), which delays the OCI
+	`# faultline-slow: runc behind runc-slow (fakes/runcslow/cmd/runc-slow), which delays the OCI
 # create of a pod that asks for it in {{ .Prefix }} annotations. The
 # CRI suite selects it per request (RuntimeClass faultline-slow). containerd
 # passes only the annotations listed here into the OCI spec.
@@ -103,7 +103,7 @@ type CRIOHandler struct {
 }
 
 var crioHandlerTemplate = template.Must(template.New("crio").Parse(
-	`# faultline-slow: runc-slow (cmd/runc-slow) delays the OCI create of a pod that
+	`# faultline-slow: runc-slow (fakes/runcslow/cmd/runc-slow) delays the OCI create of a pod that
 # asks for it in {{ .Prefix }} annotations, then execs the node's OCI
 # runtime ({{ .Delegate }}). The CRI suite selects it per request
 # (RuntimeClass faultline-slow). CRI-O copies a sandbox's annotations into its

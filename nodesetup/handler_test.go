@@ -6,8 +6,8 @@ import (
 	"testing"
 
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // nodeImageFile is one of the node image's config files, as the node

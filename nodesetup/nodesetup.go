@@ -1,14 +1,14 @@
 // Package nodesetup installs the faultline-slow runtime handler (runc-slow,
-// cmd/runc-slow) into a node's container runtime, and removes it again,
+// fakes/runcslow/cmd/runc-slow) into a node's container runtime, and removes it again,
 // leaving the node's files as they were, byte for byte.
 //
 // It works on the node's filesystem mounted at a root directory (/host in
-// the node-setup DaemonSet's pod, cmd/node-setup; a temporary directory in
+// the node-setup DaemonSet's pod, nodesetup/cmd/node-setup; a temporary directory in
 // the tests) and changes nothing else: restarting the runtime is the
 // caller's, when Result.Restart says so.
 //
 // Install writes the handler's configuration for the node's runtime
-// (clusters/runtimes): on CRI-O a drop-in in /etc/crio/crio.conf.d; on
+// (vocab/runtimes): on CRI-O a drop-in in /etc/crio/crio.conf.d; on
 // containerd a drop-in where config.toml imports a directory by pattern,
 // else the handler's tables appended to config.toml. It copies runc-slow to
 // /usr/local/bin/runc-slow, and writes /etc/faultline/runc-slow.delegate
@@ -31,7 +31,7 @@ import (
 	"path"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // Actions of a Change.

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 var (

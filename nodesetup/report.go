@@ -1,6 +1,6 @@
 package nodesetup
 
-// The line node-setup (cmd/node-setup) prints when it is done on a node, and
+// The line node-setup (nodesetup/cmd/node-setup) prints when it is done on a node, and
 // `faultline node-setup` reads from the pod's log.
 
 import (

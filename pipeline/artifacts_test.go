@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"errors"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -10,10 +11,10 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // earlierRun marks dir as faultline's, recording rels as written by an
@@ -218,7 +219,7 @@ func TestKeptKubeconfigSurvivesTheCleanup(t *testing.T) {
 	if present(filepath.Join(o.Artifacts, "containerd", "junit_01.xml")) {
 		t.Error("the kept run's results survived")
 	}
-	if !present(filepath.Join(o.Artifacts, "crio", verdicts.GinkgoReportFile)) {
+	if !present(filepath.Join(o.Artifacts, "crio", wire.GinkgoReportFile)) {
 		t.Error("no results in crio/")
 	}
 }

@@ -17,15 +17,15 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/fakes"
+	"github.com/faultline-k8s/faultline/clusters/fakesimage"
 	"github.com/faultline-k8s/faultline/clusters/gomod"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/proc"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // backend is everything a run does to the machine; the pipeline's decisions
@@ -75,7 +75,7 @@ type realBackend struct {
 	bin  string // _output/bin
 	// fakes is the fakes image this backend built (its archive is loaded
 	// into nodes without an engine's image store).
-	fakes fakes.Built
+	fakes fakesimage.Built
 	// kubeconfigs are the files this run wrote each cluster's kubeconfig to,
 	// by cluster: kind removes a deleted cluster's entry from that file.
 	// Stacks create and delete their clusters side by side.
@@ -199,7 +199,7 @@ func (b *realBackend) nodeImageBuilder(ctx context.Context, st Stack, log io.Wri
 }
 
 func (b *realBackend) BuildFakesImage(ctx context.Context) (string, error) {
-	built, err := fakes.Build(ctx, b.opts.RepoRoot, b.opts.CacheDir, runtime.GOARCH, b.opts.Out)
+	built, err := fakesimage.Build(ctx, b.opts.RepoRoot, b.opts.CacheDir, runtime.GOARCH, b.opts.Out)
 	if err != nil {
 		return "", err
 	}

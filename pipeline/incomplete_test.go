@@ -10,8 +10,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // TestIncompleteRun: on a cluster faultline did not make, a skipped

@@ -7,6 +7,7 @@ package pipeline
 import (
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -17,15 +18,14 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
-	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/expectations"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
-// Suites are the suites of the test binary (suites/suitenames).
+// Suites are the suites of the test binary (vocab/suitenames).
 var Suites = suitenames.All
 
 // Options are one run's choices (faultline e2e's flags).
@@ -69,7 +69,7 @@ type Options struct {
 	// NodeImage is used instead of building one (one runtime only).
 	NodeImage string
 	// KubernetesVersions are the pinned Kubernetes releases the node images
-	// are built from (clusters/versions), each runtime on each; empty: the
+	// are built from (vocab/versions), each runtime on each; empty: the
 	// default release.
 	KubernetesVersions []string
 	// NRIVersion builds the runtimes with this containerd/nri release
@@ -86,7 +86,7 @@ type Options struct {
 	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
 	KubernetesSrc, ContainerdSrc string
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
-	// zero is the default in clusters/facts.
+	// zero is the default in vocab/facts.
 	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
 	// Repeat runs the selection this many times on each cluster (zero:
 	// once); the report says per requirement whether its verdict varied.
@@ -396,7 +396,7 @@ func (o *Options) Stacks() []Stack {
 		for _, rt := range o.Runtimes {
 			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name, Variant: o.Variant()}
 			if len(kubes) > 1 {
-				st.Label = verdicts.StackKey(rt.Name, kube, "")
+				st.Label = wire.StackKey(rt.Name, kube, "")
 			}
 			out = append(out, st)
 		}
@@ -413,7 +413,7 @@ func (o *Options) clusterName(st Stack) string {
 }
 
 // Variant names what the run changes on the pinned releases, for the stack
-// keys (verdicts.StackKey) and so the expectations: "nri-v0.12.5" for
+// keys (wire.StackKey) and so the expectations: "nri-v0.12.5" for
 // --nri-version, the patch series' name for --kubernetes-patch,
 // "feature-gates" for gates without patches, and "multinode" for clusters
 // with workers; "" when it changes nothing.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,14 +13,14 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/cachelock"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/internal/version"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // Time limits of the cleanup: an interrupted run must exit within 30 s;
@@ -320,8 +321,8 @@ func (r *run) runSuites(ctx context.Context, index int, label, kubeconfig, fakes
 			}
 			return err
 		})
-		if _, statErr := os.Stat(filepath.Join(runDir, verdicts.GinkgoReportFile)); statErr == nil {
-			rel, relErr := filepath.Rel(o.Artifacts, filepath.Join(runDir, verdicts.GinkgoReportFile))
+		if _, statErr := os.Stat(filepath.Join(runDir, wire.GinkgoReportFile)); statErr == nil {
+			rel, relErr := filepath.Rel(o.Artifacts, filepath.Join(runDir, wire.GinkgoReportFile))
 			if relErr != nil {
 				return failed, relErr
 			}

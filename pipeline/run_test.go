@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,16 +17,16 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // fakeBackend records what the run asked for, in order, and fails or
@@ -161,7 +162,7 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 	case verdicts.Fail:
 		s.State, s.Failure = types.SpecStateFailed, types.Failure{Message: "it failed"}
 	case verdicts.NotImplemented:
-		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: verdicts.NotImplementedPrefix + "no such thing"}
+		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: wire.NotImplementedPrefix + "no such thing"}
 	case verdicts.Skipped:
 		s.State, s.Failure = types.SpecStateSkipped, types.Failure{Message: "a precondition is missing"}
 	}
@@ -179,14 +180,14 @@ func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
 		kube = "v" + minor + ".0"
 	}
 	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
-		ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(verdicts.StackInfo{
-			Key: verdicts.StackKey(runtime, kube, ""), Runtime: runtime, KubernetesVersion: kube})}}}
+		ReportEntries: types.ReportEntries{{Name: wire.StackEntry, Value: types.WrapEntryValue(wire.StackInfo{
+			Key: wire.StackKey(runtime, kube, ""), Runtime: runtime, KubernetesVersion: kube})}}}
 	rep := types.Report{SuiteDescription: "faultline", SpecReports: append(types.SpecReports{setup}, specs...)}
 	data, err := json.Marshal([]types.Report{rep})
 	if err != nil {
 		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, verdicts.GinkgoReportFile), data, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, wire.GinkgoReportFile), data, 0o644); err != nil {
 		return err
 	}
 	for _, s := range specs {
@@ -374,12 +375,12 @@ func TestRepeat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	v := rep.Verdict("DRA-TRANSIENT-RETRIED", verdicts.StackKey("containerd", versions.Default().Kubernetes(), ""))
+	v := rep.Verdict("DRA-TRANSIENT-RETRIED", wire.StackKey("containerd", versions.Default().Kubernetes(), ""))
 	if v == nil || !v.Varies || fmt.Sprint(v.Runs) != "[pass fail pass]" {
 		t.Fatalf("verdict %+v, want varying pass, fail, pass", v)
 	}
 	for i := 1; i <= 3; i++ {
-		if _, err := os.Stat(filepath.Join(o.Artifacts, "containerd", fmt.Sprintf("run-%d", i), verdicts.GinkgoReportFile)); err != nil {
+		if _, err := os.Stat(filepath.Join(o.Artifacts, "containerd", fmt.Sprintf("run-%d", i), wire.GinkgoReportFile)); err != nil {
 			t.Error(err)
 		}
 	}
@@ -547,14 +548,14 @@ func TestEveryRuntimeOnEveryKubernetes(t *testing.T) {
 	var keys []string
 	for _, v := range o.KubernetesVersions {
 		for _, rt := range []string{"containerd", "crio"} {
-			key := verdicts.StackKey(rt, v, "")
+			key := wire.StackKey(rt, v, "")
 			keys = append(keys, key)
 			for _, want := range []string{"node image " + key, "create faultline-" + strings.ReplaceAll(key, ".", "-"), "suites " + key} {
 				if !strings.Contains(calls, want) {
 					t.Errorf("no %q in %s", want, calls)
 				}
 			}
-			if _, err := os.Stat(filepath.Join(o.Artifacts, key, verdicts.GinkgoReportFile)); err != nil {
+			if _, err := os.Stat(filepath.Join(o.Artifacts, key, wire.GinkgoReportFile)); err != nil {
 				t.Errorf("stack %s: %v", key, err)
 			}
 		}
@@ -767,10 +768,10 @@ func TestRuntimeThatCouldNotRun(t *testing.T) {
 	if rerr != nil {
 		t.Fatal(rerr)
 	}
-	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != verdicts.StackKey("crio", versions.Default().Kubernetes(), "") || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
+	if len(rep.SetupFailures) != 1 || rep.SetupFailures[0].Stack != wire.StackKey("crio", versions.Default().Kubernetes(), "") || !strings.Contains(rep.SetupFailures[0].Message, "node did not start") {
 		t.Errorf("setup failures %+v", rep.SetupFailures)
 	}
-	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", verdicts.StackKey("containerd", versions.Default().Kubernetes(), "")); v == nil || v.State != verdicts.Pass {
+	if v := rep.Verdict("FAULTLINE-CLUSTER-RUNS-PODS", wire.StackKey("containerd", versions.Default().Kubernetes(), "")); v == nil || v.State != verdicts.Pass {
 		t.Errorf("containerd's verdict %+v", v)
 	}
 	if html, _ := os.ReadFile(filepath.Join(o.Artifacts, "report.html")); strings.Contains(string(html), "an older run's") {

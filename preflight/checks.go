@@ -13,8 +13,8 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	admissionapi "k8s.io/pod-security-admission/api"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // draResources are the resource.k8s.io/v1 resources the DRA suite and its

@@ -20,8 +20,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/preflight/access"
+	"github.com/faultline-k8s/faultline/fixtures/access"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // cluster describes a fake cluster for Run.

@@ -27,7 +27,7 @@ type Endpoints interface {
 }
 
 // ProxyEndpoints reads through the API server: /api/v1/nodes/<node>/proxy/...
-// as clusters/facts ReadKubeletConfig and the DRA suite do.
+// as vocab/facts ReadKubeletConfig and the DRA suite do.
 type ProxyEndpoints struct{ Client kubernetes.Interface }
 
 func (p ProxyEndpoints) KubeletConfigz(ctx context.Context, node string) ([]byte, error) {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
 // The conditions Run reports, by name.

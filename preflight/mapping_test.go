@@ -3,7 +3,7 @@ package preflight
 import (
 	"testing"
 
-	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
 // The drift guard: every requirement of the catalogue has an entry, every

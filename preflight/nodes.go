@@ -11,14 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // SlowHandler is the runtime handler (and RuntimeClass) of runc-slow that the
 // CRI suite's specs need (suites/cri slowHandler).
 const SlowHandler = "faultline-slow"
 
-// runtimeInfo is the nodes' runtime, as clusters/runtimes knows it.
+// runtimeInfo is the nodes' runtime, as vocab/runtimes knows it.
 type runtimeInfo struct {
 	runtimes.Runtime
 	Version string
@@ -145,8 +145,8 @@ func (c *checker) usableNodes(nodes []v1.Node, selected func(*v1.Node) bool) Con
 }
 
 // nodeRuntime: the suites read the runtime from the cluster's facts, else
-// from the nodes (clusters/facts FromNodes), which fails on a runtime
-// clusters/runtimes does not know and on nodes with different runtimes.
+// from the nodes (vocab/facts FromNodes), which fails on a runtime
+// vocab/runtimes does not know and on nodes with different runtimes.
 func (c *checker) nodeRuntime(nodes []v1.Node) Condition {
 	found := map[string]string{}
 	var unknown []string
@@ -165,13 +165,13 @@ func (c *checker) nodeRuntime(nodes []v1.Node) Condition {
 	switch {
 	case len(unknown) > 0:
 		c.runtime = nil
-		return Condition{CondRuntime, Missing, fmt.Sprintf("runtime not known to clusters/runtimes (%s) on %s: the suites' setup fails unless --faultline.runtime names one",
+		return Condition{CondRuntime, Missing, fmt.Sprintf("runtime not known to vocab/runtimes (%s) on %s: the suites' setup fails unless --faultline.runtime names one",
 			strings.Join(runtimes.Names(), ", "), strings.Join(unknown, ", "))}
 	case len(found) > 1:
 		c.runtime = nil
 		return Condition{CondRuntime, Missing, "the nodes run different runtimes (" + strings.Join(values(found), ", ") + "): the suites' setup refuses mixed nodes"}
 	}
-	reason := fmt.Sprintf("%s (node status containerRuntimeVersion, clusters/runtimes %q)", values(found)[0], c.runtime.Name)
+	reason := fmt.Sprintf("%s (node status containerRuntimeVersion, vocab/runtimes %q)", values(found)[0], c.runtime.Name)
 	if c.faultlineMade() && c.facts.Runtime != c.runtime.Name {
 		return Condition{CondRuntime, Missing, fmt.Sprintf("the cluster's facts say %s, the nodes %s", c.facts.Runtime, values(found)[0])}
 	}

@@ -15,10 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
-	"github.com/faultline-k8s/faultline/preflight/access"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/fixtures/access"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // who says as whom the reviews were asked (SelfSubjectReview); "" if the
@@ -97,7 +97,7 @@ func (c *checker) permissions(ctx context.Context) []Condition {
 }
 
 // CondFaultsLabel says who may open a namespace to faults on this cluster:
-// the label drivers/fake/scope.NamespaceLabel, which the fixture sets'
+// the label fakes/lib/scope.NamespaceLabel, which the fixture sets'
 // admission policies (access.FaultsLabelPolicy) let only requesters allowed
 // access.Arm set. It informs the reader; no requirement needs it.
 const CondFaultsLabel = "faults-label"
@@ -192,7 +192,7 @@ func describeAccess(list []access.Access) string {
 			on = append(on, r)
 		}
 	}
-	return fmt.Sprintf("%d accesses (preflight/access) to %s", len(list), strings.Join(on, ", "))
+	return fmt.Sprintf("%d accesses (fixtures/access) to %s", len(list), strings.Join(on, ", "))
 }
 
 // fixtureSet checks one set of fixtures/ as the suites would apply it: each

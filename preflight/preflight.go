@@ -14,7 +14,7 @@ import (
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // State is what a check found out about a condition.

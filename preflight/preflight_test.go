@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
-	"github.com/faultline-k8s/faultline/preflight/access"
+	"github.com/faultline-k8s/faultline/fixtures/access"
 )
 
 func verdict(t *testing.T, r Report, id string) Verdict {

@@ -15,7 +15,7 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -63,7 +63,7 @@ func TestCauseLiterals(t *testing.T) {
 				named[id][c.id] = true
 			}
 			if !declared && c.id != requirements.HarnessCause {
-				t.Errorf("%s: harness.Cause(%q) at %s: none of %v declares it (requirements/catalogue.yaml); it would panic", where, c.id, c.pos, ids)
+				t.Errorf("%s: harness.Cause(%q) at %s: none of %v declares it (judge/requirements/catalogue.yaml); it would panic", where, c.id, c.pos, ids)
 			}
 		}
 	}

@@ -11,13 +11,13 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/requirements"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/suites/harness"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // suites are the suites the binary must hold: the CLI's list
-// (suites/suitenames), sorted.
+// (vocab/suitenames), sorted.
 var suites = func() []string {
 	s := append([]string(nil), suitenames.All...)
 	sort.Strings(s)
@@ -122,7 +122,7 @@ func TestSpecRequirements(t *testing.T) {
 		}
 		ids := requirements.FromLabels(spec.Labels())
 		if len(ids) == 0 {
-			t.Errorf("%s (%s): names no requirement; label it harness.Checks(<ID>) with an ID of requirements/catalogue.yaml", spec.FullText(), spec.LeafNodeLocation)
+			t.Errorf("%s (%s): names no requirement; label it harness.Checks(<ID>) with an ID of judge/requirements/catalogue.yaml", spec.FullText(), spec.LeafNodeLocation)
 		}
 		suite := ""
 		for _, l := range spec.Labels() {
@@ -134,7 +134,7 @@ func TestSpecRequirements(t *testing.T) {
 			r, ok := requirements.Lookup(id)
 			switch {
 			case !ok:
-				t.Errorf("%s (%s): names %s, which requirements/catalogue.yaml does not list", spec.FullText(), spec.LeafNodeLocation, id)
+				t.Errorf("%s (%s): names %s, which judge/requirements/catalogue.yaml does not list", spec.FullText(), spec.LeafNodeLocation, id)
 			case r.Area != suite && r.Area != "faultline":
 				t.Errorf("%s (%s): in suite %s, names %s of area %s", spec.FullText(), spec.LeafNodeLocation, suite, id, r.Area)
 			}

@@ -269,7 +269,7 @@ func buildWrapper(ctx context.Context, opts Options) error {
 	if err := os.MkdirAll(filepath.Dir(opts.Wrapper), 0o755); err != nil {
 		return err
 	}
-	build := exec.CommandContext(ctx, "go", "build", "-o", opts.Wrapper, "./cmd/runc-capfilter")
+	build := exec.CommandContext(ctx, "go", "build", "-o", opts.Wrapper, "./clusters/engine/cmd/runc-capfilter")
 	build.Dir = opts.RepoRoot
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if raw, err := build.CombinedOutput(); err != nil {

@@ -16,7 +16,7 @@ import (
 	"golang.org/x/mod/modfile"
 	"golang.org/x/mod/module"
 
-	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // Replace is one replace directive: Old => New (at Version, unless New is a directory).

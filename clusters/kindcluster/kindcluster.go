@@ -1,7 +1,7 @@
 // Package kindcluster creates, reuses and deletes the kind clusters faultline
 // runs on, through kind's Go API, from the checked-in config of a runtime
-// (clusters/runtimes) plus the settings of one run, and records each cluster's
-// facts (clusters/facts) in it.
+// (vocab/runtimes) plus the settings of one run, and records each cluster's
+// facts (vocab/facts) in it.
 package kindcluster
 
 import (
@@ -31,12 +31,12 @@ import (
 	kindexec "sigs.k8s.io/kind/pkg/exec"
 	"sigs.k8s.io/yaml"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // configs are the checked-in kind configs and run-config templates of the
-// runtimes clusters/runtimes describes (KindConfig, RunConfig).
+// runtimes vocab/runtimes describes (KindConfig, RunConfig).
 //
 //go:embed configs
 var configs embed.FS
@@ -96,7 +96,7 @@ func ValidateName(name string) error {
 // Settings are what one run chooses on top of the checked-in config.
 type Settings struct {
 	Name string
-	// Runtime is a runtime clusters/runtimes knows, by name or alias ("": its
+	// Runtime is a runtime vocab/runtimes knows, by name or alias ("": its
 	// default).
 	Runtime   string
 	NodeImage string
@@ -122,7 +122,7 @@ type Settings struct {
 	// depend on it.
 	NRIVersion string
 	// Variant names what the node image changed on the pinned releases
-	// (clusters/facts Facts.Variant).
+	// (vocab/facts Facts.Variant).
 	Variant string
 	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
 	CgroupV1 bool
@@ -131,7 +131,7 @@ type Settings struct {
 }
 
 // Resolve looks the runtime up (an alias becomes its name) and fills every
-// unset timeout with its default from clusters/facts.
+// unset timeout with its default from vocab/facts.
 func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 	rt, err := runtimes.Lookup(s.Runtime)
 	if err != nil {
@@ -158,7 +158,7 @@ func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 	return s, rt, nil
 }
 
-// FactSettings are the facts (clusters/facts) a cluster of these settings
+// FactSettings are the facts (vocab/facts) a cluster of these settings
 // has: what Create records and Reuse checks.
 func (s Settings) FactSettings() facts.Settings {
 	f := facts.Settings{
@@ -173,7 +173,7 @@ func (s Settings) FactSettings() facts.Settings {
 }
 
 // Config renders the kind cluster config for these settings: the runtime's
-// checked-in config (clusters/runtimes KindConfig), the kubelet's settings,
+// checked-in config (vocab/runtimes KindConfig), the kubelet's settings,
 // and the runtime's run config with the NRI timeouts.
 func Config(s Settings) (*v1alpha4.Cluster, error) {
 	s, rt, err := s.Resolve()
@@ -312,7 +312,7 @@ func provider() *cluster.Provider {
 
 // Create creates the cluster, writes its kubeconfig to kubeconfigPath, waits
 // (up to wait from the start) for its nodes and system pods to be Ready, and
-// records its facts (clusters/facts) in it.
+// records its facts (vocab/facts) in it.
 func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Duration) error {
 	s, rt, err := s.Resolve()
 	if err != nil {
@@ -565,7 +565,7 @@ func LoadImages(ctx context.Context, name string, images ...string) error {
 
 // LoadArchive copies the images refs of a docker archive (a file: docker
 // save, or clusters/images without an engine) into every node's runtime, the
-// way the node's runtime takes them (clusters/runtimes Images): containerd's
+// way the node's runtime takes them (vocab/runtimes Images): containerd's
 // store through kind (ctr import), containers/storage (CRI-O) through skopeo.
 func LoadArchive(ctx context.Context, name, archive string, refs ...string) error {
 	if err := ValidateName(name); err != nil {

@@ -14,8 +14,8 @@ import (
 	"sigs.k8s.io/kind/pkg/apis/config/v1alpha4"
 	"sigs.k8s.io/yaml"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 func TestConfigAddsRunSettings(t *testing.T) {
@@ -56,7 +56,7 @@ func TestConfigAddsRunSettings(t *testing.T) {
 	}
 }
 
-// Unset settings are the defaults of clusters/facts, written out: the cluster
+// Unset settings are the defaults of vocab/facts, written out: the cluster
 // then has what the suites assume.
 func TestConfigWritesDefaults(t *testing.T) {
 	cfg, err := Config(Settings{NodeImage: "img"})
@@ -177,7 +177,7 @@ func TestConfigCRIO(t *testing.T) {
 	}
 }
 
-// Every runtime clusters/runtimes knows has a kind config that parses, a run
+// Every runtime vocab/runtimes knows has a kind config that parses, a run
 // config that renders, and a CRI socket that agrees with its entry: adding a
 // runtime without its files fails here.
 func TestEveryRuntimeHasItsConfigs(t *testing.T) {
@@ -203,7 +203,7 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 			if strings.Contains(patches, "criSocket:") || strings.Contains(patches, "containerRuntimeEndpoint:") {
 				for _, want := range []string{"criSocket: " + rt.CRISocket, "containerRuntimeEndpoint: " + rt.CRISocket} {
 					if !strings.Contains(patches, want) {
-						t.Errorf("%s lacks %q (clusters/runtimes' CRISocket)", rt.KindConfig, want)
+						t.Errorf("%s lacks %q (vocab/runtimes' CRISocket)", rt.KindConfig, want)
 					}
 				}
 			} else if rt.CRISocket != kindDefaultSocket {
@@ -236,7 +236,7 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 	}
 	for _, e := range entries {
 		if !names[e.Name()] {
-			t.Errorf("configs/%s belongs to no runtime in clusters/runtimes", e.Name())
+			t.Errorf("configs/%s belongs to no runtime in vocab/runtimes", e.Name())
 		}
 	}
 }

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // basePackages are the Debian packages of every node: systemd as init, runc and
@@ -36,7 +36,7 @@ type base struct {
 }
 
 // baseSpec is the base of the runtime's node: every node's packages, then the
-// runtime's own (clusters/runtimes).
+// runtime's own (vocab/runtimes).
 func baseSpec(pins versions.Pins, rt runtimes.Runtime) base {
 	packages := basePackages
 	if len(rt.NodePackages) > 0 {

@@ -13,16 +13,16 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/clusters/gomod"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/cachelock"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // Options configure a node image build.
 type Options struct {
 	Pins     versions.Pins
 	Sources  Sources
-	Runtime  string // a runtime clusters/runtimes knows ("": its default)
+	Runtime  string // a runtime vocab/runtimes knows ("": its default)
 	CacheDir string // binaries, throwaway modules and logs live here
 	RepoRoot string // faultline's checkout, for the binaries it builds itself (pause)
 	// DebianMirror for debootstrap; empty means the one apt uses on this host.
@@ -124,7 +124,7 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	if err != nil {
 		return Plan{}, err
 	}
-	pauseKey, err := dirKey(filepath.Join(b.RepoRoot, "cmd", "pause"))
+	pauseKey, err := dirKey(filepath.Join(b.RepoRoot, pauseCommandDir))
 	if err != nil {
 		return Plan{}, fmt.Errorf("faultline checkout at %q: %w", b.RepoRoot, err)
 	}
@@ -157,7 +157,7 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	return plan, nil
 }
 
-// nodeEntryKey hashes the parts of a runtime's entry (clusters/runtimes) the
+// nodeEntryKey hashes the parts of a runtime's entry (vocab/runtimes) the
 // node image is made from.
 func nodeEntryKey(rt runtimes.Runtime) string {
 	raw, _ := json.Marshal(struct {
@@ -169,12 +169,16 @@ func nodeEntryKey(rt runtimes.Runtime) string {
 	return hashKey(map[string]string{"entry": string(raw)})
 }
 
-// localCommand is one of faultline's own commands (cmd/<name>) a node can carry.
+// pauseCommandDir is the package of faultline's pause binary.
+const pauseCommandDir = "clusters/nodeimage/cmd/pause"
+
+// localCommand is one of faultline's own commands a node can carry.
 type localCommand struct {
 	// KeyLabel names its part of the node image's key (as first named, so
 	// that the keys of cached images hold).
 	KeyLabel string
-	// Dirs hold its code: the command's and its faultline packages'.
+	// Dirs hold its code: the command's package first, then the faultline
+	// packages it imports.
 	Dirs []string
 }
 
@@ -182,8 +186,8 @@ type localCommand struct {
 // faultline-slow runtime handler's OCI runtime, on every node; the others when
 // a runtime names them (runtimes.Runtime.NodeCommands).
 var localCommands = map[string]localCommand{
-	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"cmd/runc-slow", "drivers/fake/ociruntime", "drivers/fake/textcap"}},
-	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"cmd/runc-restrict", "clusters/engine/capfilter"}},
+	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"fakes/runcslow/cmd/runc-slow", "fakes/runcslow/ociruntime", "fakes/lib/textcap"}},
+	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"clusters/nodeimage/cmd/runc-restrict", "clusters/engine/capfilter"}},
 }
 
 // localCommandKey hashes the code of a local command.
@@ -203,7 +207,7 @@ func (b *Builder) localCommandKey(name string) (label, key string, err error) {
 	return c.KeyLabel, strings.Join(keys, "+"), nil
 }
 
-// runtime is the node's runtime, as clusters/runtimes describes it.
+// runtime is the node's runtime, as vocab/runtimes describes it.
 func (b *Builder) runtime() (runtimes.Runtime, error) {
 	return runtimes.Lookup(b.Runtime)
 }

@@ -6,8 +6,8 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/gomod"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // GoComponent is a set of binaries built from one Go module at a pinned version,
@@ -69,10 +69,10 @@ type Sources struct {
 // NRIModule is the module Sources.NRI swaps.
 const NRIModule = "github.com/containerd/nri"
 
-// runtimeRecipes are the Go build recipes of the runtimes clusters/runtimes
+// runtimeRecipes are the Go build recipes of the runtimes vocab/runtimes
 // describes, by name: the component that builds the runtime's binaries (every
 // one of them goes into the node's /usr/local/bin). Everything else about a
-// runtime's node is in its clusters/runtimes entry, but how to compile it is
+// runtime's node is in its vocab/runtimes entry, but how to compile it is
 // unavoidably here: a runtime added there needs its recipe here too
 // (TestEveryRuntimeHasARecipe fails without it).
 var runtimeRecipes = map[string]func(versions.Pins, Sources) GoComponent{
@@ -81,7 +81,7 @@ var runtimeRecipes = map[string]func(versions.Pins, Sources) GoComponent{
 }
 
 // RuntimeComponents returns the Go components a node image of that runtime
-// (a name or alias clusters/runtimes knows) needs: the runtime's own, then
+// (a name or alias vocab/runtimes knows) needs: the runtime's own, then
 // etcd, CoreDNS and Kubernetes.
 func RuntimeComponents(runtime string, pins versions.Pins, src Sources) ([]GoComponent, error) {
 	rt, err := runtimes.Lookup(runtime)

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // buildNode assembles the node image: control-plane images from the built
@@ -99,9 +99,14 @@ func (b *Builder) buildPause(ctx context.Context, out string) error {
 	return b.buildLocalCommand(ctx, "pause", out)
 }
 
-// buildLocalCommand compiles one of faultline's own commands (cmd/<name>), static.
+// buildLocalCommand compiles one of faultline's own commands (pause or one of
+// localCommands), static.
 func (b *Builder) buildLocalCommand(ctx context.Context, name, out string) error {
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(out, name), "./cmd/"+name)
+	dir := pauseCommandDir
+	if name != "pause" {
+		dir = localCommands[name].Dirs[0]
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags", "-s -w", "-o", filepath.Join(out, name), "./"+dir)
 	cmd.Dir = b.RepoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	return b.runLogged(cmd, "go-build-"+name)

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // nodeFiles is the part of the node's filesystem faultline owns: systemd units,

@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/cachelock"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // fakeCache holds the outputs a previous build left behind.
@@ -347,7 +347,7 @@ func TestCRIONodeFilesRender(t *testing.T) {
 	}
 }
 
-// Every runtime clusters/runtimes knows can be planned: it has a build recipe
+// Every runtime vocab/runtimes knows can be planned: it has a build recipe
 // here, and the node files, units and commands its entry names exist. Adding a
 // runtime there without its recipe or files fails here.
 func TestEveryRuntimeHasARecipe(t *testing.T) {
@@ -450,7 +450,7 @@ func TestNodeEntryKeyFollowsTheEntry(t *testing.T) {
 func TestLocalCommandKeysCoverTheirCode(t *testing.T) {
 	const module = "github.com/faultline-k8s/faultline/"
 	for name, c := range localCommands {
-		list := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./cmd/"+name)
+		list := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}}", "./"+c.Dirs[0])
 		list.Dir = "../.."
 		out, err := list.Output()
 		if err != nil {

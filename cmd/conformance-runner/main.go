@@ -15,7 +15,7 @@ import (
 	"syscall"
 
 	"github.com/faultline-k8s/faultline/conformance"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 func main() {

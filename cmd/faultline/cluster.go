@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // runtimeFlagChoices names the runtimes a --runtime flag takes, with their aliases.

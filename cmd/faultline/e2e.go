@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // listFlag collects a repeatable, comma-separable flag.
@@ -52,11 +52,11 @@ func init() {
 			fs.IntVar(&o.Workers, "workers", 0, "worker nodes of new clusters beside the control plane (0: one node); pods network across nodes; the stacks' keys say multinode")
 			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
-			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: clusters/facts, 30s)")
+			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: vocab/facts, 30s)")
 			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
 			fs.StringVar(&o.Expectations, "expectations", "", "judge by these expectations (a file or a directory of <runtime>-<major.minor>.yaml) instead of the built-in ones")
 			fs.BoolVar(&o.AllowIncomplete, "allow-incomplete", false, "exit 0, not 4, when a selected requirement was not checked (skipped or inconclusive) and nothing is unexpected; the report says so either way")
-			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: clusters/facts, 2s)")
+			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: vocab/facts, 2s)")
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {

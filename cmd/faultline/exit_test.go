@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -13,8 +14,8 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 // TestExitCodes: bad input 2, unexpected 1 (also when the run is
@@ -43,9 +44,9 @@ func TestExitCodes(t *testing.T) {
 func TestReportAllowIncomplete(t *testing.T) {
 	artifacts := func(states ...types.SpecState) string {
 		dir := t.TempDir()
-		stack := verdicts.StackInfo{Key: "crio-1.37", Runtime: "crio"}
+		stack := wire.StackInfo{Key: "crio-1.37", Runtime: "crio"}
 		specs := types.SpecReports{{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
-			ReportEntries: types.ReportEntries{{Name: verdicts.StackEntry, Value: types.WrapEntryValue(stack)}}}}
+			ReportEntries: types.ReportEntries{{Name: wire.StackEntry, Value: types.WrapEntryValue(stack)}}}}
 		for i, s := range states {
 			id := []string{"DRA-TRANSIENT-RETRIED", "DRA-UNCLASSIFIED-TRANSIENT", "DRA-BAD-CONFIG-NAMED"}[i]
 			sr := types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: "checks " + id, State: s,
@@ -62,10 +63,10 @@ func TestReportAllowIncomplete(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(dir, verdicts.GinkgoReportFile), data, 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(dir, wire.GinkgoReportFile), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if err := verdicts.WriteManifest(dir, verdicts.Manifest{Stacks: []verdicts.ManifestStack{{Runtime: "crio", Runs: []string{verdicts.GinkgoReportFile}}}}); err != nil {
+		if err := verdicts.WriteManifest(dir, verdicts.Manifest{Stacks: []verdicts.ManifestStack{{Runtime: "crio", Runs: []string{wire.GinkgoReportFile}}}}); err != nil {
 			t.Fatal(err)
 		}
 		return dir

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 func init() {

@@ -9,8 +9,8 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/clusters/imageset"
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/conformance/imageset"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 )
 

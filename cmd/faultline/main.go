@@ -11,7 +11,7 @@ import (
 	"sort"
 
 	"github.com/faultline-k8s/faultline/internal/interrupt"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 // command is one subcommand: its flags are registered on fs, run does the work.

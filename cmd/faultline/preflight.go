@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 	"github.com/faultline-k8s/faultline/preflight"
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 func init() {

@@ -10,7 +10,7 @@ import (
 	"golang.org/x/mod/modfile"
 
 	"github.com/faultline-k8s/faultline/clusters/gomod"
-	"github.com/faultline-k8s/faultline/clusters/versions"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 func init() {

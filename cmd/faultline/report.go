@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/expectations"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/version"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/expectations"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 func init() {

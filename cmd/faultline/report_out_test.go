@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 // TestReportOutRefusesADirectoryItDidNotMake: a combined report goes only

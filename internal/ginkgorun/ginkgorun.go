@@ -7,12 +7,11 @@ package ginkgorun
 import (
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
-
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // JUnitFile is the JUnit report conformance tooling collects.
@@ -34,7 +33,7 @@ type Run struct {
 // Args are the ginkgo CLI's arguments.
 func (r Run) Args() []string {
 	args := []string{"run", "--procs", strconv.Itoa(r.Procs), "--output-dir", r.OutputDir,
-		"--junit-report", JUnitFile, "--json-report", verdicts.GinkgoReportFile,
+		"--junit-report", JUnitFile, "--json-report", wire.GinkgoReportFile,
 		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s",
 		// A filter that selects nothing is a mistake, not a green run.
 		"--fail-on-empty"}
@@ -62,7 +61,7 @@ func (r Run) Outcome(err error) error {
 	if !errors.As(err, &exit) {
 		return err
 	}
-	if _, statErr := os.Stat(filepath.Join(r.OutputDir, verdicts.GinkgoReportFile)); statErr != nil {
+	if _, statErr := os.Stat(filepath.Join(r.OutputDir, wire.GinkgoReportFile)); statErr != nil {
 		return fmt.Errorf("ginkgo exited %d without writing its report (log: %s)", exit.ExitCode(), filepath.Join(r.OutputDir, "e2e.log"))
 	}
 	return fmt.Errorf("%w (ginkgo exited %d; JUnit and log under %s)", ErrSpecsFailed, exit.ExitCode(), r.OutputDir)

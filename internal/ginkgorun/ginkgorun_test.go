@@ -2,13 +2,12 @@ package ginkgorun
 
 import (
 	"errors"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 // TestOutcome: a non-zero exit after the report was written is
@@ -20,7 +19,7 @@ func TestOutcome(t *testing.T) {
 	if err := r.Outcome(exit); err == nil || errors.Is(err, ErrSpecsFailed) || !strings.Contains(err.Error(), "without writing its report") {
 		t.Errorf("no report: %v", err)
 	}
-	if err := os.WriteFile(filepath.Join(r.OutputDir, verdicts.GinkgoReportFile), []byte("[]"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(r.OutputDir, wire.GinkgoReportFile), []byte("[]"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.Outcome(exit); !errors.Is(err, ErrSpecsFailed) {

@@ -8,8 +8,8 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/faultline-k8s/faultline/clusters/versions"
 	"github.com/faultline-k8s/faultline/internal/version"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // DefaultRegistry is where released images are pushed; a run on a cluster

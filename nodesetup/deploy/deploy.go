@@ -1,4 +1,4 @@
-// Package deploy runs node-setup (cmd/node-setup) on a cluster's nodes for
+// Package deploy runs node-setup (nodesetup/cmd/node-setup) on a cluster's nodes for
 // `faultline node-setup install|remove`: it renders the node-setup fixture
 // set (fixtures/nodesetup) for the selected nodes, applies it, waits until
 // the pod on each of them is done (ready: the runtime answers again) or has
@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/nodesetup"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 const (

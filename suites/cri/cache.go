@@ -36,7 +36,7 @@ func describeStage(stage string) bool {
 		// share that.
 		args = append(args, framework.WithSerial())
 	}
-	// checks names the stage's requirement (requirements/catalogue.yaml:
+	// checks names the stage's requirement (judge/requirements/catalogue.yaml:
 	// CRI-SANDBOX-*, CRI-CONTAINER-*).
 	checks := func(what string) ginkgo.Labels {
 		object := map[string]string{stageSandbox: "SANDBOX", stageContainer: "CONTAINER"}[stage]

@@ -5,12 +5,12 @@
 // The suite owns the fixture set "cri" (fixtures/cri: the CRI relay
 // DaemonSet in faultline-cri and the faultline-slow RuntimeClass; suite.go).
 // On a runtime whose CreateContainer runs no OCI create (containerd,
-// clusters/runtimes CreateContainerRunsOCICreate), the CreateContainer specs
+// vocab/runtimes CreateContainerRunsOCICreate), the CreateContainer specs
 // also need the NRI suite's fixture set "nri", the one deployment both
 // suites share (slowdown.go).
 //
 // Every spec names the requirement it checks with harness.Checks (label
-// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// Req:<ID>, judge/requirements/catalogue.yaml); the report gives one verdict per
 // requirement and stack.
 //
 //	cache.go     requirements 1-7, over direct CRI, once per stage

@@ -17,7 +17,7 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 	admissionapi "k8s.io/pod-security-admission/api"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -22,12 +22,12 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
-	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
-	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
-	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/fakes/lib/podproxy"
+	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
+	"github.com/faultline-k8s/faultline/fakes/nri/record"
+	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 const (
@@ -182,7 +182,7 @@ func (n *node) runtimeProcess(ctx context.Context) (runtimeProcess, error) {
 	return p, err
 }
 
-// restartRuntime stops the runtime's process (clusters/runtimes Process,
+// restartRuntime stops the runtime's process (vocab/runtimes Process,
 // the one the relay was deployed for) and waits until a new runtime process
 // serves the CRI socket: the node's init starts it again (Restart=always in
 // kind's and faultline's units). It returns the old and the new process, so

@@ -4,7 +4,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/ociruntime"
+	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -71,7 +71,7 @@ func (s slowdown) String() string {
 
 // slowdownFor picks the mechanism for a runtime and a stage: the fake NRI
 // plugin where the runtime's CreateContainer runs no OCI create
-// (clusters/runtimes CreateContainerRunsOCICreate).
+// (vocab/runtimes CreateContainerRunsOCICreate).
 func slowdownFor(rt runtime, stage string) slowdown {
 	if stage == stageContainer && !rt.CreateContainerRunsOCICreate {
 		// The caller's cancel (the relay passes every deadline on as one)

@@ -77,7 +77,7 @@ func relayValues(ctx context.Context, cs clientset.Interface) (map[string]string
 	}
 	process := harness.Cluster().Runtime.Process
 	if process == "" {
-		return nil, fmt.Errorf("no process name known for runtime %q (clusters/runtimes)", harness.Cluster().Runtime.Name)
+		return nil, fmt.Errorf("no process name known for runtime %q (vocab/runtimes)", harness.Cluster().Runtime.Name)
 	}
 	values["RuntimeProcess"] = process
 	return values, nil

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/podresources"
+	"github.com/faultline-k8s/faultline/fakes/dra/driver"
+	"github.com/faultline-k8s/faultline/fakes/dra/podresources"
 )
 
 // checkPodResources on the two shapes the kubelet gives: v1.37 lists each
@@ -18,7 +18,7 @@ import (
 // lists the answered claim's device twice, the second entry with the CDI
 // ID twice (pkg/kubelet/cm/container_manager_linux.go GetDynamicResources
 // appends a driver's CDI IDs to one list across the claim's devices). The
-// verdict's wording is what expectations/*-1.36.yaml match.
+// verdict's wording is what judge/expectations/*-1.36.yaml match.
 func TestCheckPodResources(t *testing.T) {
 	const drv, pool = "dra.faultline.k8s.io", "node-a"
 	claim := func(name, dev string) cdiClaim {

@@ -5,15 +5,15 @@
 //
 // The suite owns the fixture set "dra" (fixtures/dra, namespace
 // faultline-dra-driver; suite.go): two instances of the fake driver
-// (drivers/fake/dra), dra.faultline.k8s.io and second.dra.faultline.k8s.io.
+// (fakes/dra), dra.faultline.k8s.io and second.dra.faultline.k8s.io.
 // The first spec that needs it deploys it (harness.Require, through
 // describe) and waits until both drivers are registered and have published
 // their devices; the run removes it at the end. Every spec makes its own
-// namespace, claims and FaultSpecs (typed by drivers/fake/dra/faultspec),
+// namespace, claims and FaultSpecs (typed by fakes/dra/faultspec),
 // and reads the driver's call record (and, for cdi.go, the kubelet's
 // PodResources for a pod) through a port-forward (the driver listens on
 // loopback only); both through the driver's client,
-// drivers/fake/dra/client.
+// fakes/dra/draclient.
 //
 //	prepare.go    transient and unclassified failures are retried; a permanent
 //	              one fails the pod (KEP-5322; a kubelet that retries it
@@ -61,7 +61,7 @@
 //	timing.go     the kubelet timings the timeouts derive from, as measured
 //
 // Every spec names the requirement it checks with harness.Checks (label
-// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// Req:<ID>, judge/requirements/catalogue.yaml); the report gives one verdict per
 // requirement and stack.
 //
 // driver.go binds the driver's client to the suite's deployment; objects.go,

@@ -1,7 +1,7 @@
 package dra
 
-// The suite's glue to the fake DRA drivers (drivers/fake/dra, deployed by
-// fixtures/dra): their typed client (drivers/fake/dra/client: which pod
+// The suite's glue to the fake DRA drivers (fakes/dra, deployed by
+// fixtures/dra): their typed client (fakes/dra/draclient: which pod
 // serves a node, its call record, its devices, breaking and repairing a
 // device at run time, the claim configuration carrying a FaultSpec) bound
 // to the suite's namespace, and the drivers' ResourceSlices.
@@ -13,7 +13,7 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	draclient "github.com/faultline-k8s/faultline/drivers/fake/dra/client"
+	"github.com/faultline-k8s/faultline/fakes/dra/draclient"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -13,8 +13,8 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 	admissionapi "k8s.io/pod-security-admission/api"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/driver"
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/fakes/dra/driver"
+	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

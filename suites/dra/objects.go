@@ -27,8 +27,8 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	"k8s.io/utils/ptr"
 
-	draclient "github.com/faultline-k8s/faultline/drivers/fake/dra/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/fakes/dra/draclient"
+	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

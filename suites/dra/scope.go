@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/faultspec"
+	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -15,7 +15,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/dra/calls"
+	"github.com/faultline-k8s/faultline/fakes/dra/calls"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -2,26 +2,26 @@ package harness
 
 // Why a spec failed, by cause rather than by message: each check a spec
 // makes names the way the stack breaks the requirement when it fails (a
-// cause the requirement declares in requirements/catalogue.yaml), and a
+// cause the requirement declares in judge/requirements/catalogue.yaml), and a
 // failure outside every check, or in faultline's own step inside one, is
 // requirements.HarnessCause. verdicts reads the causes from the report
 // entries; expectations name the causes they expect.
 
 import (
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"strings"
 
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
 // Cause runs body, one check of the running spec, and says what its failure
 // means: cause, a way the stack breaks the spec's requirement, which the
 // requirement declares. The report records where the check begins and,
-// when body returns, where it ends (verdicts.CauseEntry), so a failure in
+// when body returns, where it ends (wire.CauseEntry), so a failure in
 // body has that cause. Keep body to the stack's behaviour: faultline's own
 // steps inside it (reading a witness, the API server) go through Ours. A
 // cause the spec's requirements do not declare is a bug of the spec, and
@@ -63,7 +63,7 @@ func OursFailf(format string, args ...any) {
 }
 
 func mark(cause string, open bool) {
-	ginkgo.AddReportEntry(verdicts.CauseEntry, verdicts.CauseMark{Cause: cause, Open: open}, ginkgo.ReportEntryVisibilityNever)
+	ginkgo.AddReportEntry(wire.CauseEntry, wire.CauseMark{Cause: cause, Open: open}, ginkgo.ReportEntryVisibilityNever)
 }
 
 // mustDeclare panics unless a requirement of the running spec declares
@@ -78,6 +78,6 @@ func mustDeclare(cause string) {
 		}
 		declared = append(declared, fmt.Sprintf("%s: %s", id, strings.Join(r.CauseIDs(), ", ")))
 	}
-	panic(fmt.Sprintf("harness.Cause(%q): no requirement of this spec declares it (%s); declare it in requirements/catalogue.yaml or name another",
+	panic(fmt.Sprintf("harness.Cause(%q): no requirement of this spec declares it (%s); declare it in judge/requirements/catalogue.yaml or name another",
 		cause, strings.Join(declared, "; ")))
 }

@@ -7,12 +7,12 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/control"
+	"github.com/faultline-k8s/faultline/fakes/lib/control"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
 // Every container of the fixture sets that serves HTTP (its readiness probe
-// is cmd/probe) is started with the hash of the run's token, and never with
+// is fakes/probe) is started with the hash of the run's token, and never with
 // the token itself.
 func TestFixtureSetsCarryTheTokenHash(t *testing.T) {
 	token, err := control.NewToken()

@@ -12,7 +12,7 @@ package harness
 // The fakes/ files hold the lines of the fixture pods' logs (the fakes,
 // labelled app.kubernetes.io/part-of=faultline) that mention <ns>: the
 // fakes log the namespace of the objects they act on. The spec's report gets
-// the entry verdicts.DumpEntry, DIR's base name joined with <ns>: the report
+// the entry wire.DumpEntry, DIR's base name joined with <ns>: the report
 // sits in DIR's parent directory. The framework calls the dump only with
 // --dump-logs-on-failure (its default); an empty DIR writes nothing.
 //
@@ -23,6 +23,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -38,7 +39,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/fixtures/cleanup"
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
 const (
@@ -82,7 +82,7 @@ func addDump(f *framework.Framework) {
 		// dump per spec. Other namespaces' dumps lie next to it.
 		if f.Namespace != nil && f.Namespace.Name == ns {
 			rel := filepath.ToSlash(filepath.Join(filepath.Base(filepath.Dir(out)), filepath.Base(out)))
-			ginkgo.AddReportEntry(verdicts.DumpEntry, rel, ginkgo.ReportEntryVisibilityNever)
+			ginkgo.AddReportEntry(wire.DumpEntry, rel, ginkgo.ReportEntryVisibilityNever)
 		}
 	}
 }

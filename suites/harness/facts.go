@@ -1,7 +1,7 @@
 package harness
 
 // The cluster under test, as the specs see it: the facts the cluster code
-// wrote into the cluster (clusters/facts), or what the nodes of a cluster
+// wrote into the cluster (vocab/facts), or what the nodes of a cluster
 // faultline did not make show, with the --faultline.* overrides applied.
 // Ginkgo process 1 reads them once, in the suite setup, and hands them to
 // the other processes.
@@ -15,8 +15,8 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // ClusterInfo is what the specs know about the cluster.
@@ -101,7 +101,7 @@ func readClusterFacts(ctx context.Context, cs clientset.Interface) (clusterFacts
 
 // resolveCluster applies the overrides o to the facts read: a flag that is
 // set wins, then the facts, then (NRI timeouts, which a cluster faultline
-// did not make does not show) the defaults of clusters/facts. notes are
+// did not make does not show) the defaults of vocab/facts. notes are
 // lines to log: where each fact came from, and overrides that contradict
 // the cluster's facts.
 func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {

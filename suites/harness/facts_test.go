@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 func TestResolveClusterPrecedence(t *testing.T) {
@@ -110,6 +110,6 @@ func TestRuntimeDescription(t *testing.T) {
 		t.Errorf("RuntimeDescription() = %q", got)
 	}
 	if info.Runtime.Process != "crio" || !info.Runtime.CreateContainerRunsOCICreate {
-		t.Errorf("the runtime must come from clusters/runtimes: %+v", info.Runtime)
+		t.Errorf("the runtime must come from vocab/runtimes: %+v", info.Runtime)
 	}
 }

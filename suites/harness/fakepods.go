@@ -11,8 +11,8 @@ import (
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	podproxy "github.com/faultline-k8s/faultline/drivers/fake/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/podproxy"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 

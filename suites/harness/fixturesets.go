@@ -13,7 +13,7 @@ package harness
 // run deployed.
 //
 // The fakes' controls and the CRI relay answer only the run's control token
-// (drivers/fake/control): process 1 makes it in the suite setup and hands it
+// (fakes/lib/control): process 1 makes it in the suite setup and hands it
 // to the other processes with the setup's data; the sets carry only its
 // hash (.Extra.ControlTokenHash). Because every run removes the sets it
 // finds before its first spec, each run deploys them afresh with its own
@@ -36,7 +36,7 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	"sigs.k8s.io/e2e-framework/klient/wait"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/control"
+	"github.com/faultline-k8s/faultline/fakes/lib/control"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
@@ -131,7 +131,7 @@ func clusterEnv() (*setEnv, error) {
 	}}, nil
 }
 
-// controlToken is the run's control token (drivers/fake/control), set by
+// controlToken is the run's control token (fakes/lib/control), set by
 // the suite setup in every process. Only this process's memory holds it.
 var controlToken struct {
 	sync.Mutex
@@ -485,7 +485,7 @@ func daemonSetsReadyCheck(namespace string) ReadyCheck {
 }
 
 // probesPassCheck asks every readiness probe of the namespace's running
-// pods (cmd/probe's loopback URLs) now, through a port-forward: a pod's
+// pods (fakes/probe's loopback URLs) now, through a port-forward: a pod's
 // Ready condition lags behind by up to a probe period.
 func probesPassCheck(namespace string) ReadyCheck {
 	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
@@ -513,7 +513,7 @@ func probesPassCheck(namespace string) ReadyCheck {
 }
 
 // loopbackProbe reads the port and path of a readiness probe run by
-// cmd/probe ("probe http://127.0.0.1:<port>/<path>"), the probe of every
+// fakes/probe ("probe http://127.0.0.1:<port>/<path>"), the probe of every
 // faultline pod: their servers listen on loopback only.
 func loopbackProbe(p *v1.Probe) (port, path string, ok bool) {
 	if p == nil || p.Exec == nil || len(p.Exec.Command) != 2 || p.Exec.Command[0] != "/usr/local/bin/probe" {

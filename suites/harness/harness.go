@@ -21,9 +21,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/internal/imageref"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // Options are faultline's own flags, shared by every suite.
@@ -38,7 +38,7 @@ type Options struct {
 	NodeSelector map[string]string
 	// PullPolicy for FakesImage: IfNotPresent for images loaded into kind nodes.
 	PullPolicy string
-	// Runtime overrides the cluster's container runtime (a clusters/runtimes
+	// Runtime overrides the cluster's container runtime (a vocab/runtimes
 	// name or alias); empty: from the cluster's facts.
 	Runtime string
 	// RuntimeRequestTimeout overrides the kubelet's runtimeRequestTimeout;

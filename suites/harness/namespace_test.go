@@ -8,7 +8,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 

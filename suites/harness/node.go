@@ -16,13 +16,13 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/clusters/facts"
 	"github.com/faultline-k8s/faultline/fixtures"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // CRISocket returns the directory and file name of the node's CRI socket,
 // from the kubelet's configuration (containerRuntimeEndpoint), else the
-// runtime's default (clusters/runtimes).
+// runtime's default (vocab/runtimes).
 func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
 	cfg, err := facts.ReadKubeletConfig(ctx, cs, node)
 	if err == nil {

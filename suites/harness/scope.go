@@ -21,10 +21,10 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/scope"
+	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
-	"github.com/faultline-k8s/faultline/preflight/access"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/fixtures/access"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // FaultRequest is an object that asks one of faultline's fakes for a fault

@@ -2,24 +2,23 @@ package harness
 
 import (
 	"context"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 
 	"github.com/onsi/ginkgo/v2"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
-
-	"github.com/faultline-k8s/faultline/verdicts"
 )
 
-// recordStack adds what this run tests to the report (verdicts.StackEntry on
+// recordStack adds what this run tests to the report (wire.StackEntry on
 // the suite setup): the runtime and Kubernetes versions the cluster's facts
 // name, and each node's versions as its status shows them. The report's
 // header and its stack columns come from it, also for a run faultline did
 // not start (an image in a vendor's cluster).
 func recordStack(ctx context.Context, cs clientset.Interface, in clusterFacts) {
 	info := Cluster()
-	s := verdicts.StackInfo{
-		Key:               verdicts.StackKey(info.Runtime.Name, info.KubernetesVersion, info.Variant),
+	s := wire.StackInfo{
+		Key:               wire.StackKey(info.Runtime.Name, info.KubernetesVersion, info.Variant),
 		Runtime:           info.Runtime.Name,
 		RuntimeVersion:    info.RuntimeVersion,
 		KubernetesVersion: info.KubernetesVersion,
@@ -37,13 +36,13 @@ func recordStack(ctx context.Context, cs clientset.Interface, in clusterFacts) {
 	} else {
 		for _, n := range nodes.Items {
 			ni := n.Status.NodeInfo
-			s.Nodes = append(s.Nodes, verdicts.Node{
+			s.Nodes = append(s.Nodes, wire.Node{
 				Name: n.Name, KubeletVersion: ni.KubeletVersion, ContainerRuntime: ni.ContainerRuntimeVersion,
 				Kernel: ni.KernelVersion, OSImage: ni.OSImage, Architecture: ni.Architecture,
 			})
 		}
 	}
-	ginkgo.AddReportEntry(verdicts.StackEntry, s, ginkgo.ReportEntryVisibilityNever)
+	ginkgo.AddReportEntry(wire.StackEntry, s, ginkgo.ReportEntryVisibilityNever)
 }
 
 // FrameworkVersion is the k8s.io/kubernetes module (its e2e framework) the

@@ -11,13 +11,13 @@ import (
 	"github.com/onsi/ginkgo/v2"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	"github.com/faultline-k8s/faultline/drivers/fake/control"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
+	"github.com/faultline-k8s/faultline/fakes/lib/control"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // SuiteLabel is the label every spec of suite carries ("Suite:dra"): a run
 // picks suites with --ginkgo.label-filter 'Suite:dra || Suite:nri'. The
-// names and the label live in suites/suitenames, which the CLI shares.
+// names and the label live in vocab/suitenames, which the CLI shares.
 func SuiteLabel(suite string) string { return suitenames.Label(suite) }
 
 // Describe registers a top-level container of suite, as framework.Describe

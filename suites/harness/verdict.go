@@ -2,11 +2,11 @@ package harness
 
 import (
 	"fmt"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 
 	"github.com/onsi/ginkgo/v2"
 
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
 // NotImplemented ends the spec with the verdict "not implemented": the stack
@@ -16,12 +16,12 @@ import (
 // the requirement comes from; why says what the stack did instead.
 func NotImplemented(source, why string) {
 	ginkgo.GinkgoHelper()
-	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", verdicts.NotImplementedPrefix, why, source))
+	ginkgo.Skip(fmt.Sprintf("%s%s (%s)", wire.NotImplementedPrefix, why, source))
 }
 
 // Premise records what a spec's verdict rests on (the fault fired, the
 // caller's deadline passed, the runtime kept the object) as a report entry
-// (verdicts.PremiseEntry), whether or not it happened, with the evidence.
+// (wire.PremiseEntry), whether or not it happened, with the evidence.
 // When it did not happen the spec ends as "inconclusive": it says nothing
 // about the requirement, whatever kept the premise from happening (the
 // stack, timing, or faultline's own fixtures), and must never pass. On a
@@ -29,7 +29,7 @@ func NotImplemented(source, why string) {
 // run incomplete. name says what had to happen, evidence what the spec saw.
 func Premise(name string, happened bool, evidence string) {
 	ginkgo.GinkgoHelper()
-	ginkgo.AddReportEntry(verdicts.PremiseEntry, verdicts.Premise{Name: name, Happened: happened, Evidence: evidence})
+	ginkgo.AddReportEntry(wire.PremiseEntry, wire.Premise{Name: name, Happened: happened, Evidence: evidence})
 	if !happened {
 		ginkgo.Skip(premiseSkip(name, evidence))
 	}
@@ -38,11 +38,11 @@ func Premise(name string, happened bool, evidence string) {
 // premiseSkip is the skip message of a premise that did not happen, which
 // verdicts reads as "inconclusive".
 func premiseSkip(name, evidence string) string {
-	return fmt.Sprintf("%s%s did not happen: %s", verdicts.InconclusivePrefix, name, evidence)
+	return fmt.Sprintf("%s%s did not happen: %s", wire.InconclusivePrefix, name, evidence)
 }
 
 // Checks labels a spec with the requirements it checks
-// (requirements/catalogue.yaml), "Req:<ID>" each; the report gives one verdict
+// (judge/requirements/catalogue.yaml), "Req:<ID>" each; the report gives one verdict
 // per requirement. suites' TestSpecRequirements keeps the two in step.
 func Checks(ids ...string) ginkgo.Labels {
 	labels := make(ginkgo.Labels, len(ids))

@@ -1,13 +1,14 @@
 package harness
 
 import (
+	"github.com/faultline-k8s/faultline/vocab/wire"
 	"strings"
 	"testing"
 
 	"github.com/onsi/ginkgo/v2/types"
 
-	"github.com/faultline-k8s/faultline/requirements"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
 // TestPremiseIsInconclusive: the skip a premise that did not happen ends
@@ -25,7 +26,7 @@ func TestPremiseIsInconclusive(t *testing.T) {
 	run, err := verdicts.FromGinkgo([]types.Report{{SpecReports: types.SpecReports{
 		skipped(premiseSkip("the caller's deadline ended the request", "it returned within 500ms")),
 		skipped("no faultline-slow handler"),
-		skipped(verdicts.NotImplementedPrefix + "no cache"),
+		skipped(wire.NotImplementedPrefix + "no cache"),
 	}}}, 1, "containerd-1.37")
 	if err != nil {
 		t.Fatal(err)
@@ -39,7 +40,7 @@ func TestPremiseIsInconclusive(t *testing.T) {
 			t.Errorf("spec %d: %s (%q), want %s", i, s.State, s.Message, want[i])
 		}
 	}
-	if m := run.Specs[0].Message; m != "the caller's deadline ended the request did not happen: it returned within 500ms" || strings.HasPrefix(m, verdicts.InconclusivePrefix) {
+	if m := run.Specs[0].Message; m != "the caller's deadline ended the request did not happen: it returned within 500ms" || strings.HasPrefix(m, wire.InconclusivePrefix) {
 		t.Errorf("message %q: want what had to happen and the evidence, without the prefix", m)
 	}
 }

@@ -15,9 +15,9 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 
-	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/fakes/nri/faults"
+	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
+	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

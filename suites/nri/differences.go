@@ -7,7 +7,7 @@ package nri
 // plugin error in StartContainer must fail the CRI StartContainer request,
 // and one in StopPodSandbox the CRI StopPodSandbox request; the kubelet
 // then retries. A runtime that only logs the error departs from the design:
-// the spec fails with the named discrepancy (clusters/runtimes
+// the spec fails with the named discrepancy (vocab/runtimes
 // NRIDiscrepancies).
 
 import (
@@ -25,9 +25,9 @@ import (
 	e2epod "k8s.io/kubernetes/test/e2e/framework/pod"
 	"k8s.io/utils/ptr"
 
-	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/faults"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/fakes/nri/faults"
+	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
+	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -56,7 +56,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 
 		st := containerStatus(getPod(ctx, f, pod), TestContainer)
 		if containerIDOf(st.ContainerID) == failedID {
-			// Known to clusters/runtimes or not, the cause is the same.
+			// Known to vocab/runtimes or not, the cause is the same.
 			harness.Cause("request-succeeded", func() {
 				framework.Failf("%s", Discrepancy(rt, "StartContainer", fmt.Sprintf(
 					"%s failed StartContainer of container %.12s, yet that container runs: the CRI StartContainer request succeeded", B, failedID)))
@@ -138,7 +138,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 			harness.Ours(readErr, "read the pod's events (%v)", pollErr)
 		}
 		if found == nil {
-			// Known to clusters/runtimes or not, the cause is the same.
+			// Known to vocab/runtimes or not, the cause is the same.
 			harness.Cause("request-succeeded", func() {
 				framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
 					"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),

@@ -16,7 +16,7 @@
 // again), so a node never runs two plugins at one index.
 //
 // A spec puts fault annotations (nri.faultline.k8s.io/<instance>.<Event>,
-// built from typed values by the plugin's client, drivers/fake/nri/client,
+// built from typed values by the plugin's client, fakes/nri/nriclient,
 // next to the plugin's parser) on its own pod, reads what each instance
 // recorded about that pod through a port-forward (the plugin listens on
 // loopback only; the same client), and
@@ -26,7 +26,7 @@
 // registered again.
 //
 // Every spec names the requirement it checks with harness.Checks (label
-// Req:<ID>, requirements/catalogue.yaml); the report gives one verdict per
+// Req:<ID>, judge/requirements/catalogue.yaml); the report gives one verdict per
 // requirement and stack.
 //
 // The specs, by requirement:
@@ -43,7 +43,7 @@
 //     plugin comes back and sees later events (Serial).
 //  6. differences.go: StartContainer and StopPodSandbox, where runtimes
 //     differ; a departure from the NRI design fails with "known
-//     discrepancy <runtime>: ..." (clusters/runtimes NRIDiscrepancies).
+//     discrepancy <runtime>: ..." (vocab/runtimes NRIDiscrepancies).
 //  7. validator.go: a missing required plugin fails container creation
 //     (Feature:NRIDefaultValidator).
 //  8. failure_policy.go: the per-plugin failure policy of NRI v0.12.4.
@@ -66,5 +66,5 @@
 // the plugin's client to the suite's deployment and dumps it on failure. The
 // runtime's NRI timeouts the specs wait with are cluster facts
 // (harness.Cluster: the cluster's ConfigMap, else
-// --faultline.nri-request-timeout, else the default of clusters/facts).
+// --faultline.nri-request-timeout, else the default of vocab/facts).
 package nri

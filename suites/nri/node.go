@@ -2,7 +2,7 @@ package nri
 
 // The node side: how long its mechanisms take (the timeouts the specs wait
 // with), and the runtime behaviours known to depart from the NRI design
-// (clusters/runtimes NRIDiscrepancies).
+// (vocab/runtimes NRIDiscrepancies).
 
 import (
 	"fmt"
@@ -65,7 +65,7 @@ func deletionTimeout() time.Duration {
 // NRI design ("if a plugin returns an error for a request, NRI ... returns
 // the error to the runtime, and the runtime fails the pod or container
 // operation") for requirement: "known discrepancy <runtime>: ..." when
-// clusters/runtimes knows the departure, else "discrepancy <runtime> (not
+// vocab/runtimes knows the departure, else "discrepancy <runtime> (not
 // known before): ...". A spec that sees one fails with it, so the report
 // names it instead of hiding it.
 func Discrepancy(cluster harness.ClusterInfo, requirement, observed string) string {

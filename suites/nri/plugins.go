@@ -1,7 +1,7 @@
 package nri
 
 // The suite's glue to the fake NRI plugin deployment (fixtures/nri): its
-// typed client (drivers/fake/nri/client: instances, records, runtime state,
+// typed client (fakes/nri/nriclient: instances, records, runtime state,
 // fault annotations) bound to the suite's namespace, and the dump of what
 // the plugins and the runtime know about a pod when a spec fails.
 
@@ -14,8 +14,8 @@ import (
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
-	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/record"
+	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
+	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

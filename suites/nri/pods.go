@@ -13,8 +13,8 @@ import (
 	v1 "k8s.io/api/core/v1"
 	clientset "k8s.io/client-go/kubernetes"
 
-	nriclient "github.com/faultline-k8s/faultline/drivers/fake/nri/client"
-	"github.com/faultline-k8s/faultline/drivers/fake/nri/runtimestate"
+	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
+	"github.com/faultline-k8s/faultline/fakes/nri/runtimestate"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 

@@ -31,8 +31,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/faultline-k8s/faultline/clusters/nodeimage"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/nodesetup"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // handlerFiles are the files of faultline's node images that carry the

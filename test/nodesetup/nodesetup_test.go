@@ -36,12 +36,12 @@ import (
 	"sigs.k8s.io/kind/pkg/cluster"
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/clusters/runtimes"
 	"github.com/faultline-k8s/faultline/internal/imageref"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
 	"github.com/faultline-k8s/faultline/nodesetup"
 	"github.com/faultline-k8s/faultline/nodesetup/deploy"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 const clusterName = "faultline-nodesetup"

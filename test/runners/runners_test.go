@@ -38,9 +38,9 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/images"
 	"github.com/faultline-k8s/faultline/fixtures"
 	fversion "github.com/faultline-k8s/faultline/internal/version"
-	"github.com/faultline-k8s/faultline/report"
-	"github.com/faultline-k8s/faultline/suites/suitenames"
-	"github.com/faultline-k8s/faultline/verdicts"
+	"github.com/faultline-k8s/faultline/judge/report"
+	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
 // The tools, pinned: the newest the Go module proxy serves.

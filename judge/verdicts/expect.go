@@ -1,0 +1,294 @@
+package verdicts
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/faultline-k8s/faultline/judge/requirements"
+)
+
+// Expectation says what one requirement is known to give on a stack, and why.
+type Expectation struct {
+	Requirement string `json:"requirement"`
+	// Verdict is "fail" (a known discrepancy), "not implemented", or
+	// "varies" (Outcomes says which states may come out).
+	Verdict  string  `json:"verdict"`
+	Outcomes []State `json:"outcomes,omitempty"`
+	// Reason says why, in a sentence or two; Reference is the upstream
+	// address that explains it (an issue, a line of code, a KEP).
+	Reason    string `json:"reason"`
+	Reference string `json:"reference"`
+	// Evidence says which runs showed a varying verdict.
+	Evidence string `json:"evidence,omitempty"`
+	// Causes name the ways the stack is known to break the requirement
+	// (causes the requirement declares in judge/requirements/catalogue.yaml):
+	// every failing spec of the requirement must have failed with one of
+	// them, and a failure with another cause is unexpected. Required where
+	// a failure is expected; requirements.HarnessCause is never expected.
+	Causes []string `json:"causes,omitempty"`
+}
+
+// AllowsFail says whether the expectation accepts a failure.
+func (e Expectation) AllowsFail() bool {
+	for _, s := range e.Allowed() {
+		if s == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// Expects says whether cause is one the expectation names.
+func (e Expectation) Expects(cause string) bool {
+	for _, c := range e.Causes {
+		if c == cause {
+			return true
+		}
+	}
+	return false
+}
+
+// The verdicts an expectation may name.
+const (
+	ExpectFail           = "fail"
+	ExpectNotImplemented = "not implemented"
+	ExpectSkipped        = "skipped"
+	ExpectVaries         = "varies"
+)
+
+// Allowed are the states the expectation accepts.
+func (e Expectation) Allowed() []State {
+	switch e.Verdict {
+	case ExpectFail:
+		return []State{Fail}
+	case ExpectNotImplemented:
+		return []State{NotImplemented}
+	case ExpectSkipped:
+		return []State{Skipped}
+	}
+	return e.Outcomes
+}
+
+// Expectations are one stack's, from one file.
+type Expectations struct {
+	// Stack is the stack's key ("containerd-1.36").
+	Stack string `json:"stack"`
+	// Extends names another stack whose expectations hold here too, but
+	// for the requirements Expect names again and those Drop names (which
+	// simply pass here): a stack that differs from another in a few
+	// requirements says only those (LoadExpectations resolves it).
+	Extends string `json:"extends,omitempty"`
+	// Drop lists requirements of the extended stack that pass here.
+	Drop []string `json:"drop,omitempty"`
+	// Expect lists the requirements that do not simply pass there.
+	Expect []Expectation `json:"expect"`
+	// File is where they were read from.
+	File string `json:"-"`
+}
+
+// For returns the expectation for requirement id, or nil.
+func (x *Expectations) For(id string) *Expectation {
+	if x == nil {
+		return nil
+	}
+	for i := range x.Expect {
+		if x.Expect[i].Requirement == id {
+			return &x.Expect[i]
+		}
+	}
+	return nil
+}
+
+// ParseExpectations reads one stack's expectations strictly: unknown
+// fields (a "message" pattern among them: failures are matched by cause,
+// never by their text), unknown requirements, a requirement named twice, a
+// known failure without its reason and reference, "varies" without two
+// outcomes, an expected failure without causes, a cause its requirement
+// does not declare, the cause harness, and causes where no failure is
+// expected are errors.
+func ParseExpectations(data []byte, file string) (*Expectations, error) {
+	var x Expectations
+	if err := yaml.UnmarshalStrict(data, &x); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	x.File = file
+	var errs []string
+	if x.Stack == "" {
+		errs = append(errs, "no stack: name it (<runtime>-<major.minor>, e.g. containerd-1.36)")
+	}
+	if len(x.Drop) > 0 && x.Extends == "" {
+		errs = append(errs, "drop goes with extends only")
+	}
+	seen := map[string]bool{}
+	for _, id := range x.Drop {
+		if _, ok := requirements.Lookup(id); !ok {
+			errs = append(errs, "drop "+id+": not a requirement of judge/requirements/catalogue.yaml")
+		}
+		seen[id] = true
+	}
+	for i, e := range x.Expect {
+		where := fmt.Sprintf("expect[%d] (%s)", i, e.Requirement)
+		if _, ok := requirements.Lookup(e.Requirement); !ok {
+			errs = append(errs, where+": not a requirement of judge/requirements/catalogue.yaml")
+		}
+		if seen[e.Requirement] {
+			errs = append(errs, where+": named twice")
+		}
+		seen[e.Requirement] = true
+		switch e.Verdict {
+		case ExpectFail, ExpectNotImplemented, ExpectSkipped:
+			if len(e.Outcomes) > 0 {
+				errs = append(errs, where+": outcomes go with verdict "+ExpectVaries+" only")
+			}
+		case ExpectVaries:
+			if len(e.Outcomes) < 2 {
+				errs = append(errs, where+": varies needs at least two outcomes")
+			}
+			for _, o := range e.Outcomes {
+				if o != Pass && o != Fail && o != NotImplemented && o != Skipped {
+					errs = append(errs, fmt.Sprintf("%s: outcome %q: want pass, fail, not implemented or skipped", where, o))
+				}
+			}
+			if strings.TrimSpace(e.Evidence) == "" {
+				errs = append(errs, where+": varies needs the evidence (which runs showed what)")
+			}
+		default:
+			errs = append(errs, fmt.Sprintf("%s: verdict %q: want %q, %q, %q or %q", where, e.Verdict, ExpectFail, ExpectNotImplemented, ExpectSkipped, ExpectVaries))
+		}
+		errs = append(errs, checkCauses(where, e)...)
+		if strings.TrimSpace(e.Reason) == "" {
+			errs = append(errs, where+": the reason is required")
+		}
+		if !strings.HasPrefix(e.Reference, "https://") {
+			errs = append(errs, where+": the reference must be an https:// address")
+		}
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s:\n  %s", file, strings.Join(errs, "\n  "))
+	}
+	return &x, nil
+}
+
+// checkCauses: an expected failure names its causes, each declared by the
+// requirement, none twice, never harness; nothing else names causes.
+func checkCauses(where string, e Expectation) []string {
+	var errs []string
+	r, known := requirements.Lookup(e.Requirement)
+	declared := strings.Join(r.CauseIDs(), ", ")
+	switch {
+	case !e.AllowsFail() && len(e.Causes) > 0:
+		return []string{where + ": causes go with an expected failure only (verdict fail, or varies with outcome fail)"}
+	case e.AllowsFail() && len(e.Causes) == 0:
+		errs = append(errs, fmt.Sprintf("%s: an expected failure needs its causes (of %s: %s): without them any failure, faultline's own included, would pass for the known one", where, e.Requirement, declared))
+	}
+	seen := map[string]bool{}
+	for _, c := range e.Causes {
+		switch {
+		case c == requirements.HarnessCause:
+			errs = append(errs, fmt.Sprintf("%s: cause %s is faultline's own failure, never expected", where, c))
+		case seen[c]:
+			errs = append(errs, fmt.Sprintf("%s: cause %s named twice", where, c))
+		case known && !r.Declares(c):
+			errs = append(errs, fmt.Sprintf("%s: cause %q is not one %s declares (%s)", where, c, e.Requirement, declared))
+		}
+		seen[c] = true
+	}
+	return errs
+}
+
+// ExpectationSet is the expectations of every stack a run knows of.
+type ExpectationSet map[string]*Expectations
+
+// For returns a stack's expectations: its own, else (a variant without a
+// file of its own) its base stack's; nil when there are none.
+func (s ExpectationSet) For(key string) *Expectations {
+	if x, ok := s[key]; ok {
+		return x
+	}
+	return s[BaseKey(key)]
+}
+
+// LoadExpectations reads the named files of fsys, or every *.yaml in it
+// (one stack each; a stack in two files is an error).
+func LoadExpectations(fsys fs.FS, files ...string) (ExpectationSet, error) {
+	if len(files) == 0 {
+		var err error
+		if files, err = fs.Glob(fsys, "*.yaml"); err != nil {
+			return nil, err
+		}
+	}
+	set := ExpectationSet{}
+	for _, f := range files {
+		data, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			return nil, err
+		}
+		x, err := ParseExpectations(data, f)
+		if err != nil {
+			return nil, err
+		}
+		if other, dup := set[x.Stack]; dup {
+			return nil, fmt.Errorf("stack %s has expectations in %s and %s", x.Stack, other.File, f)
+		}
+		set[x.Stack] = x
+	}
+	for _, x := range set {
+		if err := set.resolve(x, nil); err != nil {
+			return nil, err
+		}
+	}
+	return set, nil
+}
+
+// resolve lays x over the stack it extends (resolved first): the result is
+// the parent's entries but those x names or drops, then x's own.
+func (set ExpectationSet) resolve(x *Expectations, chain []string) error {
+	if x.Extends == "" {
+		return nil
+	}
+	for _, c := range chain {
+		if c == x.Stack {
+			return fmt.Errorf("%s: extends forms a cycle: %s", x.File, strings.Join(append(chain, x.Stack), " -> "))
+		}
+	}
+	parent, ok := set[x.Extends]
+	if !ok {
+		return fmt.Errorf("%s: extends %s, which has no expectations here", x.File, x.Extends)
+	}
+	if err := set.resolve(parent, append(chain, x.Stack)); err != nil {
+		return err
+	}
+	own := map[string]bool{}
+	for _, id := range x.Drop {
+		own[id] = true
+	}
+	for _, e := range x.Expect {
+		own[e.Requirement] = true
+	}
+	var merged []Expectation
+	for _, e := range parent.Expect {
+		if !own[e.Requirement] {
+			merged = append(merged, e)
+		}
+	}
+	x.Expect = append(merged, x.Expect...)
+	x.Extends, x.Drop = "", nil // resolved: resolving again changes nothing
+	return nil
+}
+
+// LoadExpectationsPath reads a file or a directory of files.
+func LoadExpectationsPath(path string) (ExpectationSet, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("expectations: %w", err)
+	}
+	if st.IsDir() {
+		return LoadExpectations(os.DirFS(path))
+	}
+	return LoadExpectations(os.DirFS(filepath.Dir(path)), filepath.Base(path))
+}

@@ -1,0 +1,131 @@
+// Package wire is the contract between the test binary and the judge: the
+// Ginkgo report's file name, the report entries the suites add (the stack,
+// premises, causes, dumps) and the skip-message prefixes the verdicts read.
+// Both sides import it; neither imports the other.
+package wire
+
+import "github.com/faultline-k8s/faultline/vocab/versions"
+
+// GinkgoReportFile is the name of the Ginkgo JSON report of one run of the
+// test binary (ginkgo --json-report).
+const GinkgoReportFile = "ginkgo.json"
+
+// NotImplementedPrefix starts the skip message of a spec whose requirement
+// the stack does not implement (suites/harness.NotImplemented).
+const NotImplementedPrefix = "not implemented: "
+
+// InconclusivePrefix starts the skip message of a spec whose premise did
+// not happen (suites/harness.Premise).
+const InconclusivePrefix = "inconclusive: "
+
+// Report entry names the suites write and this package reads.
+const (
+	// StackEntry holds the StackInfo of the cluster, added in the suite
+	// setup (a [SynchronizedBeforeSuite] report entry).
+	StackEntry = "faultline.stack"
+	// DumpEntry holds where a failed spec's dump went, relative to the
+	// directory of the run's Ginkgo report.
+	DumpEntry = "faultline.dump"
+	// CauseEntry marks where a spec's check of one cause begins (a
+	// CauseMark with Open) and ends (without), in the order the spec ran
+	// them (suites/harness.Cause): a failure is the cause's of the check
+	// still open, and requirements.HarnessCause outside every check.
+	CauseEntry = "faultline.cause"
+	// PremiseEntry holds a Premise: what a spec's verdict rests on, whether
+	// it happened and the evidence, added whether or not it did.
+	PremiseEntry = "faultline.premise"
+)
+
+// Premise is what a spec's verdict rests on (suites/harness.Premise).
+type Premise struct {
+	// Name says what had to happen ("the caller's deadline ended the
+	// request").
+	Name     string `json:"name"`
+	Happened bool   `json:"happened"`
+	// Evidence is what the spec saw, either way.
+	Evidence string `json:"evidence"`
+}
+
+// CauseMark is the value of a CauseEntry.
+type CauseMark struct {
+	// Cause is a cause the spec's requirement declares, or
+	// requirements.HarnessCause for faultline's own step inside a check.
+	Cause string `json:"cause"`
+	// Open: the check begins; its end is a mark of the same cause
+	// without Open.
+	Open bool `json:"open,omitempty"`
+}
+
+// StackInfo is what was tested on one cluster, as its API shows it.
+type StackInfo struct {
+	// Key names the stack and its expectations file: "<runtime>-<major.minor>"
+	// ("containerd-1.36").
+	Key string `json:"key"`
+	// Runtime is faultline's runtime name (vocab/runtimes).
+	Runtime        string `json:"runtime"`
+	RuntimeVersion string `json:"runtimeVersion,omitempty"`
+	// KubernetesVersion is the kubelet's ("v1.36.3").
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Skew says how the runtime's release is out of step with the kubelet's
+	// (vocab/runtimes Skew), "" when it is not.
+	Skew string `json:"skew,omitempty"`
+	// NRIVersion is the NRI the runtime vendors, when known.
+	NRIVersion string `json:"nriVersion,omitempty"`
+	// Variant says what the node image changed on the pinned releases
+	// (another NRI, Kubernetes patches, feature gates); "" for none.
+	Variant    string `json:"variant,omitempty"`
+	NodeImage  string `json:"nodeImage,omitempty"`
+	FakesImage string `json:"fakesImage,omitempty"`
+	// FakesImageID is the fakes image's ID as the run built or found it.
+	FakesImageID string `json:"fakesImageID,omitempty"`
+	// Framework is the version of k8s.io/kubernetes/test/e2e/framework that
+	// judged.
+	Framework string `json:"framework,omitempty"`
+	Nodes     []Node `json:"nodes,omitempty"`
+	// FactsSource says where the runtime facts came from.
+	FactsSource string `json:"factsSource,omitempty"`
+}
+
+// Node is one node's versions, from its status (the kubelet reports them;
+// the runtime's comes from the CRI Version call).
+type Node struct {
+	Name             string `json:"name"`
+	KubeletVersion   string `json:"kubeletVersion"`
+	ContainerRuntime string `json:"containerRuntime"`
+	Kernel           string `json:"kernel"`
+	OSImage          string `json:"osImage"`
+	Architecture     string `json:"architecture"`
+}
+
+// Column is how a grid heads the stack's column.
+func (s StackInfo) Column() string {
+	col := s.Runtime
+	if s.RuntimeVersion != "" {
+		col += " " + s.RuntimeVersion
+	}
+	if s.KubernetesVersion != "" {
+		col += " / k8s " + s.KubernetesVersion
+	}
+	if s.Skew != "" {
+		col += " (" + s.Skew + ")"
+	}
+	if s.Variant != "" {
+		col += " +" + s.Variant
+	}
+	return col
+}
+
+// StackKey names a stack: "<runtime>-<major.minor>" ("containerd-1.36");
+// the runtime alone when the Kubernetes version is unknown. A variant (what
+// the stack's node image changed on the pinned releases: "nri-v0.12.5",
+// "kep-5322") follows a "+": "containerd-1.37+kep-5322".
+func StackKey(runtime, kubernetesVersion, variant string) string {
+	key := runtime
+	if minor := versions.Minor(kubernetesVersion); minor != "" {
+		key += "-" + minor
+	}
+	if variant != "" {
+		key += "+" + variant
+	}
+	return key
+}
