@@ -4,9 +4,9 @@ package nodesetup
 // the one place it is written. node-setup renders it into a node's runtime
 // configuration; the node image's templates
 // (clusters/nodeimage/nodefs/etc/containerd/config.toml.tmpl and
-// runtimes/crio/etc/crio/crio.conf.d/10-faultline.conf.tmpl) carry the same
-// text today and can take it from here (ContainerdHandler.TOML,
-// CRIOHandler.TOML) as a template value.
+// runtimes/crio/etc/crio/crio.conf.d/10-faultline.conf.tmpl) take it from
+// here (ContainerdHandler.TOML, CRIOHandler.TOML, through
+// clusters/nodeimage's template functions).
 
 import (
 	"bytes"

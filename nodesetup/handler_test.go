@@ -1,65 +1,42 @@
 package nodesetup
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 
-	"github.com/faultline-k8s/faultline/clusters/nodeimage"
 	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
-	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
-// nodeImageFile is one of the node image's config files, as the node
-// image builder renders it.
-func nodeImageFile(t *testing.T, runtime, nodePath string) string {
-	t.Helper()
-	data, err := nodeimage.NodeFile(runtimes.MustLookup(runtime), nodePath, "registry.k8s.io/pause:3.10.2")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
-}
-
-// TestHandlerAsInTheNodeImage: until the node image's templates take the
-// handler's text from here, the two must configure the same handler.
-func TestHandlerAsInTheNodeImage(t *testing.T) {
+// TestHandlerText: the handler's text, as node-setup installs it and the
+// node image carries it (clusters/nodeimage checks that it does), parses,
+// keeps its comment, and has the handler's table where the runtime looks.
+func TestHandlerText(t *testing.T) {
 	yes := true
 	for _, tc := range []struct {
-		runtime, file string
-		text          func() (string, error)
-		keys          []string
+		runtime string
+		text    func() (string, error)
+		keys    []string
 	}{
 		{
-			"containerd", "etc/containerd/config.toml",
+			"containerd",
 			ContainerdHandler{Version: 3, RuntimeType: "io.containerd.runc.v2", SystemdCgroup: &yes}.TOML,
 			[]string{"plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", HandlerName},
 		},
-		{
-			"crio", "etc/crio/crio.conf.d/10-faultline.conf",
-			CRIOHandler{RuntimeRoot: "/run/runc", MonitorPath: "/usr/bin/conmon"}.TOML,
-			crioHandlerKeys,
-		},
+		{"crio", CRIOHandler{RuntimeRoot: "/run/runc", MonitorPath: "/usr/bin/conmon"}.TOML, crioHandlerKeys},
 	} {
-		image, err := parseTOML([]byte(nodeImageFile(t, tc.runtime, tc.file)))
-		if err != nil {
-			t.Fatalf("%s: %v", tc.file, err)
-		}
 		text, err := tc.text()
 		if err != nil {
 			t.Fatal(err)
 		}
-		ours, err := parseTOML([]byte(text))
+		tree, err := parseTOML([]byte(text))
 		if err != nil {
-			t.Fatalf("the handler's text does not parse: %v\n%s", err, text)
+			t.Fatalf("%s: the handler's text does not parse: %v\n%s", tc.runtime, err, text)
 		}
-		want, _ := lookup(image, tc.keys...)
-		got, _ := lookup(ours, tc.keys...)
-		if !reflect.DeepEqual(got, want) {
-			t.Errorf("%s configures the handler as\n%v\nnode-setup as\n%v", tc.file, want, got)
+		if _, ok := lookup(tree, tc.keys...); !ok {
+			t.Errorf("%s: no table %v in\n%s", tc.runtime, tc.keys, text)
 		}
-		if !strings.Contains(text, "# faultline-slow:") {
-			t.Errorf("the handler's text lost its comment:\n%s", text)
+		if !strings.Contains(text, "# "+HandlerName+":") {
+			t.Errorf("%s: the handler's text lost its comment:\n%s", tc.runtime, text)
 		}
 	}
 }

@@ -363,9 +363,16 @@ func TestContainerdRefusals(t *testing.T) {
 	}
 }
 
-// The node image's own handler (not node-setup's) is left alone.
+// The node image's own handler (not node-setup's) is left alone. The node
+// image carries this package's text of it (clusters/nodeimage), without
+// node-setup's marker or record.
 func TestHandlerOfTheNodeIsLeftAlone(t *testing.T) {
-	root := node(t, map[string]string{ContainerdConfigPath: nodeImageFile(t, "containerd", "etc/containerd/config.toml")})
+	yes := true
+	handler, err := ContainerdHandler{Version: 3, RuntimeType: "io.containerd.runc.v2", SystemdCgroup: &yes}.TOML()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := node(t, map[string]string{ContainerdConfigPath: kindContainerdConfig + "\n" + handler})
 	before := snapshot(t, root)
 	res, err := Install(root, containerd, runcSlow(t, "x"))
 	if err != nil {

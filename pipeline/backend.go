@@ -191,7 +191,7 @@ func (b *realBackend) nodeImageBuilder(ctx context.Context, st Stack, log io.Wri
 	return nodeimage.NewBuilder(ctx, nodeimage.Options{
 		Pins:     pins,
 		Sources:  nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, Containerd: b.opts.ContainerdSrc, NRI: b.opts.NRIVersion, KubernetesPatches: b.opts.KubernetesPatches},
-		Runtime:  st.Runtime.Name,
+		Runtime:  st.Runtime,
 		CacheDir: b.opts.CacheDir,
 		RepoRoot: b.opts.RepoRoot,
 		Log:      log,

@@ -5,30 +5,26 @@
 package pipeline
 
 import (
-	"errors"
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
 
-	"github.com/onsi/ginkgo/v2/types"
-
-	"github.com/faultline-k8s/faultline/clusters/kindcluster"
-	"github.com/faultline-k8s/faultline/internal/imageref"
-	"github.com/faultline-k8s/faultline/judge/expectations"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
 	"github.com/faultline-k8s/faultline/vocab/versions"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // Suites are the suites of the test binary (vocab/suitenames).
 var Suites = suitenames.All
 
-// Options are one run's choices (faultline e2e's flags).
+// Options are one run's choices (faultline e2e's flags). A zero choice is
+// its default (Run fills them in one place, withDefaults): RepoRoot ".",
+// ClusterName "faultline", Artifacts "_artifacts", Runtimes the default
+// runtime, Suites all of them, Repeat once, Out standard error.
 type Options struct {
 	// RepoRoot is the faultline checkout the run builds from.
 	RepoRoot string
@@ -102,211 +98,10 @@ type Options struct {
 	SuiteArgs []string
 	// Out gets progress and the final table.
 	Out io.Writer
-}
-
-// Validate checks the options and fills defaults; it reads no cluster.
-func (o *Options) Validate() error {
-	var errs []string
-	if o.Out == nil {
-		o.Out = os.Stderr
-	}
-	if o.RepoRoot == "" {
-		o.RepoRoot = "."
-	}
-	if o.ClusterName == "" {
-		o.ClusterName = "faultline"
-	}
-	if o.Artifacts == "" {
-		o.Artifacts = "_artifacts"
-	}
-	// Absolute: the manifest names results relative to it, and the suites
-	// run in another directory.
-	if abs, err := filepath.Abs(o.Artifacts); err == nil {
-		o.Artifacts = abs
-	}
-	if len(o.Runtimes) == 0 {
-		o.Runtimes = []runtimes.Runtime{runtimes.MustLookup(runtimes.Default)}
-	}
-	suites, err := ParseSuites(o.Suites)
-	if err != nil {
-		errs = append(errs, err.Error())
-	}
-	o.Suites = suites
-	if o.Repeat < 1 {
-		o.Repeat = 1 // the zero value: one run (the CLI refuses less than 1)
-	}
-	if o.Expectations != "" {
-		if _, err := expectations.Load(o.Expectations); err != nil {
-			errs = append(errs, fmt.Sprintf("--expectations: %v", err))
-		} else if abs, err := filepath.Abs(o.Expectations); err == nil {
-			o.Expectations = abs
-		}
-	}
-	releasesValid := true
-	if len(o.KubernetesVersions) > 0 {
-		seen := map[string]bool{}
-		empty := false
-		for _, v := range o.KubernetesVersions {
-			if v == "" {
-				// versions.ForKubernetes("") is the default release: a stray
-				// comma must not pick it silently.
-				empty = true
-				continue
-			}
-			if _, err := versions.ForKubernetes(v); err != nil {
-				releasesValid = false
-				errs = append(errs, "--kubernetes-version: "+err.Error())
-			}
-			if seen[v] {
-				errs = append(errs, "--kubernetes-version "+v+" is named twice")
-			}
-			seen[v] = true
-		}
-		if empty {
-			releasesValid = false
-			errs = append(errs, fmt.Sprintf("--kubernetes-version %q: an empty release; name %s or all", strings.Join(o.KubernetesVersions, ","), strings.Join(versions.Kubernetes(), ", ")))
-		}
-		if o.Kubeconfig != "" || o.NodeImage != "" {
-			errs = append(errs, "--kubernetes-version picks the releases node images are built from; it does not go with --kubeconfig or --node-image")
-		}
-		if o.KubernetesSrc != "" && len(o.KubernetesVersions) > 1 {
-			errs = append(errs, "--kubernetes-src stands in for one release: give one --kubernetes-version with it")
-		}
-	}
-	if o.NRIVersion != "" && !versions.IsRelease(o.NRIVersion) {
-		errs = append(errs, fmt.Sprintf("--nri-version %q: want a release like v0.12.5", o.NRIVersion))
-	}
-	if o.NodeImage != "" && o.NRIVersion != "" {
-		errs = append(errs, "--nri-version builds a node image; it does not go with --node-image")
-	}
-	if len(o.KubernetesPatches) > 0 {
-		if o.NodeImage != "" {
-			errs = append(errs, "--kubernetes-patch builds a node image; it does not go with --node-image")
-		}
-		if o.KubernetesSrc != "" {
-			errs = append(errs, "--kubernetes-patch applies to the pinned release; with --kubernetes-src, apply it to the checkout")
-		}
-		for i, p := range o.KubernetesPatches {
-			if _, err := os.Stat(p); err != nil {
-				errs = append(errs, fmt.Sprintf("--kubernetes-patch: %v", err))
-			} else if abs, err := filepath.Abs(p); err == nil {
-				o.KubernetesPatches[i] = abs
-			}
-		}
-	}
-	// Stacks of unknown releases would only repeat the error above.
-	if releasesValid {
-		labels := map[string]bool{}
-		for _, st := range o.Stacks() {
-			if labels[st.Label] {
-				errs = append(errs, "two stacks of the run would both be "+st.Label+": pin Kubernetes releases of different minors")
-			}
-			labels[st.Label] = true
-		}
-	}
-	if o.Procs < 1 {
-		errs = append(errs, fmt.Sprintf("--procs wants a positive number, got %d", o.Procs))
-	}
-	if o.Focus != "" {
-		if _, err := regexp.Compile(o.Focus); err != nil {
-			errs = append(errs, fmt.Sprintf("--focus: %v", err))
-		}
-	}
-	// Ginkgo would refuse a bad filter only once the clusters exist.
-	if o.LabelFilter != "" {
-		if _, err := types.ParseLabelFilter(o.LabelFilter); err != nil {
-			errs = append(errs, fmt.Sprintf("--label-filter %q: %s", o.LabelFilter, labelFilterError(err)))
-		}
-	}
-	if limit := kindcluster.MaxNameLength - maxClusterNameSuffix(); len(o.ClusterName) > limit {
-		errs = append(errs, fmt.Sprintf("--cluster-name %q has %d characters: at most %d, so that the node names of every stack's cluster (<name>-<runtime>-<minor>-control-plane) stay DNS labels of at most 63",
-			o.ClusterName, len(o.ClusterName), limit))
-	} else if err := kindcluster.ValidateName(o.ClusterName); err != nil {
-		errs = append(errs, "--cluster-name: "+err.Error())
-	}
-	if o.Kubeconfig != "" {
-		if _, err := os.Stat(o.Kubeconfig); err != nil {
-			errs = append(errs, fmt.Sprintf("--kubeconfig: %v", err))
-		} else if abs, err := filepath.Abs(o.Kubeconfig); err == nil {
-			o.Kubeconfig = abs
-		}
-		if o.FakesImage == "" {
-			o.FakesImage = imageref.Fakes(o.ImageRegistry)
-		}
-		if len(o.Runtimes) > 1 {
-			errs = append(errs, "--kubeconfig names one cluster: give at most one --runtime (or none: it is read from the cluster)")
-		}
-		if len(o.KubernetesPatches) > 0 || len(o.FeatureGates) > 0 || o.Workers != 0 {
-			errs = append(errs, "--kubernetes-patch, --feature-gates and --workers build a cluster; they do not go with --kubeconfig")
-		}
-		for name, v := range map[string]string{"--node-image": o.NodeImage, "--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc, "--nri-version": o.NRIVersion} {
-			if v != "" {
-				errs = append(errs, name+" builds a cluster; it does not go with --kubeconfig")
-			}
-		}
-		if o.ReplaceCluster {
-			errs = append(errs, "--replace-cluster does not go with --kubeconfig: faultline never deletes a cluster it did not create")
-		}
-	}
-	if o.NodeImage != "" && len(o.Runtimes) > 1 {
-		errs = append(errs, "--node-image is one runtime's image; use it with a single --runtime")
-	}
-	if o.ContainerdSrc != "" {
-		hasContainerd := false
-		for _, r := range o.Runtimes {
-			hasContainerd = hasContainerd || r.Name == "containerd"
-		}
-		if !hasContainerd {
-			errs = append(errs, "--containerd-src is for --runtime containerd")
-		}
-	}
-	for name, dir := range map[string]string{"--kubernetes-src": o.KubernetesSrc, "--containerd-src": o.ContainerdSrc} {
-		if dir == "" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-			errs = append(errs, fmt.Sprintf("%s %s is not a Go module checkout (no go.mod)", name, dir))
-		}
-	}
-	if o.Workers < 0 || o.Workers > kindcluster.MaxWorkers {
-		errs = append(errs, fmt.Sprintf("--workers %d: want 0 (one node) to %d", o.Workers, kindcluster.MaxWorkers))
-	}
-	for _, t := range []struct {
-		flag string
-		d    time.Duration
-	}{{"--runtime-request-timeout", o.RuntimeRequestTimeout}, {"--nri-request-timeout", o.NRIRequestTimeout}} {
-		if err := kindcluster.CheckTimeout(t.d); err != nil {
-			errs = append(errs, t.flag+" "+err.Error())
-		}
-	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "\n"))
-	}
-	return nil
-}
-
-// labelFilterError is the one line of Ginkgo's parse error that says what
-// is wrong (its message also repeats the filter, with color markup).
-func labelFilterError(err error) string {
-	var g types.GinkgoError
-	if errors.As(err, &g) {
-		lines := strings.Split(strings.TrimSpace(g.Message), "\n")
-		return lines[len(lines)-1]
-	}
-	return err.Error()
-}
-
-// maxClusterNameSuffix is the longest suffix clusterName appends to
-// --cluster-name: "-<runtime>-<minor>" when a run has several stacks. Every
-// name leaves room for it, so a name that works for one runtime works for
-// all of them (and the next run with --keep finds the same clusters).
-func maxClusterNameSuffix() int {
-	all := Options{Runtimes: runtimes.All(), KubernetesVersions: versions.Kubernetes()}
-	longest := 0
-	for _, st := range all.Stacks() {
-		longest = max(longest, len(all.clusterName(st)))
-	}
-	return longest
+	// OptionName is how the caller names an Options field to its user (the
+	// CLI: by its flag), for the messages that point at an option; nil: the
+	// field's own name.
+	OptionName func(field string) string
 }
 
 // ParseSuites reads suite names (comma-separated or repeated; "all" or

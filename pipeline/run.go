@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -21,6 +20,7 @@ import (
 	"github.com/faultline-k8s/faultline/judge/report"
 	"github.com/faultline-k8s/faultline/judge/verdicts"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // Time limits of the cleanup: an interrupted run must exit within 30 s;
@@ -37,9 +37,11 @@ const (
 var errKept = errors.New("kept (--keep)")
 
 // Run does a whole e2e run. work is cancelled by the first interrupt;
-// cleanup by the second, which skips what is left of the cleanup.
+// cleanup by the second, which skips what is left of the cleanup. Options
+// it refuses are OptionErrors, returned before anything runs.
 func Run(work, cleanup context.Context, opts Options) error {
-	if err := opts.Validate(); err != nil {
+	opts, err := prepare(opts)
+	if err != nil {
 		return err
 	}
 	return runWith(work, cleanup, opts, &realBackend{opts: opts, bin: filepath.Join(opts.RepoRoot, "_output", "bin")})
@@ -225,7 +227,7 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
 	settings := kindcluster.Settings{
-		Name: name, Runtime: rt.Name, NodeImage: nodeImage,
+		Name: name, Runtime: rt, NodeImage: nodeImage,
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
 		FeatureGates: o.FeatureGates, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
 		CgroupV1: kindcluster.HostIsCgroupV1(),
@@ -238,26 +240,27 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 		if exists {
 			switch {
 			case o.ReplaceCluster:
-				fmt.Fprintf(o.Out, "faultline [%s]: deleting the existing cluster %q (--replace-cluster)\n", label, name)
+				fmt.Fprintf(o.Out, "faultline [%s]: deleting the existing cluster %q (%s)\n", label, name, o.OptionName("ReplaceCluster"))
 				if err := r.b.DeleteCluster(ctx, name); err != nil {
 					return err
 				}
 			case o.Keep:
 				if err := r.b.ReuseCluster(ctx, settings, kubeconfig); err != nil {
-					return fmt.Errorf("%w\n(--replace-cluster deletes it and creates a new one)", err)
+					return fmt.Errorf("%w\n(%s deletes it and creates a new one)", err, o.OptionName("ReplaceCluster"))
 				}
-				fmt.Fprintf(o.Out, "faultline [%s]: reusing cluster %q (--keep; its facts match this run)\n", label, name)
+				fmt.Fprintf(o.Out, "faultline [%s]: reusing cluster %q (%s; its facts match this run)\n", label, name, o.OptionName("Keep"))
 				return nil
 			default:
 				return fmt.Errorf("a kind cluster named %q exists and this run did not create it: "+
-					"reuse it with --keep (if faultline made it with the same settings), delete it with --replace-cluster, or choose another --cluster-name", name)
+					"reuse it with %s (if faultline made it with the same settings), delete it with %s, or choose another %s",
+					name, o.OptionName("Keep"), o.OptionName("ReplaceCluster"), o.OptionName("ClusterName"))
 			}
 		}
 		// From here the cluster is this run's, also if creating it fails
 		// half-way or is interrupted.
 		r.onCleanup(label, "delete cluster", func(cctx context.Context) error {
 			if o.Keep {
-				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (--keep); kubeconfig: %s\n", label, name, kubeconfig)
+				fmt.Fprintf(o.Out, "faultline [%s]: keeping cluster %q (%s); kubeconfig: %s\n", label, name, o.OptionName("Keep"), kubeconfig)
 				return errKept
 			}
 			return r.b.DeleteCluster(cctx, name)
@@ -348,12 +351,13 @@ func (r *run) existingCluster(ctx context.Context) error {
 			return err
 		}
 		fmt.Fprintf(o.Out, "faultline: the cluster runs %s %s, Kubernetes %s (from %s)\n", f.Runtime, f.RuntimeVersion, f.KubernetesVersion, source)
+		// The facts name the runtime as text: they live in the cluster.
 		rt, err = runtimes.Lookup(f.Runtime)
 		if err != nil {
 			return err
 		}
 		if o.RuntimesGiven && o.Runtimes[0].Name != rt.Name {
-			return fmt.Errorf("--runtime %s, but the cluster's nodes run %s", o.Runtimes[0].Name, rt.Name)
+			return fmt.Errorf("%s %s, but the cluster's nodes run %s", o.OptionName("Runtimes"), o.Runtimes[0].Name, rt.Name)
 		}
 		return nil
 	}); err != nil {
@@ -478,7 +482,7 @@ func nodeImageFile(label string) string { return "node-image-" + label + ".txt" 
 // results are there; and every path this run may write is recorded before
 // it is written, so a run that dies half-way is cleaned up by the next.
 func claimArtifacts(o Options) (*artifactdir.Dir, error) {
-	d, err := artifactdir.Claim(o.Artifacts, "--artifacts", "faultline e2e "+version.String())
+	d, err := artifactdir.Claim(o.Artifacts, o.OptionName("Artifacts"), "faultline e2e "+version.String())
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/onsi/ginkgo/v2/types"
 
@@ -27,6 +28,7 @@ import (
 	"github.com/faultline-k8s/faultline/vocab/facts"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/versions"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // fakeBackend records what the run asked for, in order, and fails or
@@ -204,12 +206,28 @@ func testOptions(t *testing.T, rts ...string) Options {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Options{Runtimes: list, Procs: 1, Artifacts: t.TempDir(), Out: &bytes.Buffer{}}
+	return Options{Runtimes: list, Procs: 1, Artifacts: t.TempDir(), Out: &bytes.Buffer{}, OptionName: flagLike}
 }
 
+// flagLike names a field as a CLI would ("ReplaceCluster": --replace-cluster),
+// so that the tests see the run's messages use the caller's names.
+func flagLike(field string) string {
+	var b strings.Builder
+	b.WriteString("-")
+	for _, r := range field {
+		if unicode.IsUpper(r) {
+			b.WriteString("-")
+		}
+		b.WriteRune(unicode.ToLower(r))
+	}
+	return b.String()
+}
+
+// runFake runs as Run does, from prepare on, with f as the backend.
 func runFake(t *testing.T, o Options, f *fakeBackend) error {
 	t.Helper()
-	if err := o.Validate(); err != nil {
+	o, err := prepare(o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	return runWith(context.Background(), context.Background(), o, f)
@@ -419,11 +437,11 @@ func TestInterruptDuringCreate(t *testing.T) {
 			cancel(&interrupt.Error{Signal: syscall.SIGINT})
 		}
 	}
-	o := testOptions(t)
-	if err := o.Validate(); err != nil {
+	o, err := prepare(testOptions(t))
+	if err != nil {
 		t.Fatal(err)
 	}
-	err := runWith(work, context.Background(), o, f)
+	err = runWith(work, context.Background(), o, f)
 	var ie *interrupt.Error
 	if !errors.As(err, &ie) {
 		t.Fatalf("err = %v, want the interrupt", err)
@@ -444,8 +462,8 @@ func TestSecondInterruptSkipsCleanupAndSaysWhatIsLeft(t *testing.T) {
 			cancelCleanup(&interrupt.Error{Signal: syscall.SIGINT})
 		}
 	}
-	o := testOptions(t)
-	if err := o.Validate(); err != nil {
+	o, err := prepare(testOptions(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	_ = runWith(context.Background(), cleanup, o, f)
@@ -609,7 +627,8 @@ func TestExistingClusterBuildsAndCreatesNothing(t *testing.T) {
 func TestExistingClusterDefaults(t *testing.T) {
 	o := testOptions(t)
 	o.Kubeconfig, o.ImageRegistry, o.LabelFilter = os.DevNull, "registry.example/ci", "smoke"
-	if err := o.Validate(); err != nil {
+	o, err := prepare(o)
+	if err != nil {
 		t.Fatal(err)
 	}
 	if want := imageref.Fakes("registry.example/ci"); o.FakesImage != want {
@@ -622,8 +641,8 @@ func TestExistingClusterDefaults(t *testing.T) {
 	if got := o.labelFilter(); got != "(smoke)" {
 		t.Errorf("with --disruptive: label filter %q", got)
 	}
-	own := testOptions(t)
-	if err := own.Validate(); err != nil {
+	own, err := prepare(testOptions(t))
+	if err != nil {
 		t.Fatal(err)
 	}
 	if got := own.labelFilter(); strings.Contains(got, "Disruptive") {
@@ -631,15 +650,75 @@ func TestExistingClusterDefaults(t *testing.T) {
 	}
 }
 
-// TestValidateTwice: Run validates the options the CLI validated; the
-// defaults Validate fills must pass a second time.
-func TestValidateTwice(t *testing.T) {
+// TestValidateLeavesTheOptionsAlone: Validate only checks, also options it
+// refuses, and leaves what their slices and maps hold (compared with the
+// same options made a second time); the defaults are filled once, and
+// filling them again changes nothing.
+func TestValidateLeavesTheOptionsAlone(t *testing.T) {
+	for name, edit := range map[string]func(*Options){
+		"good": func(o *Options) {},
+		"bad": func(o *Options) {
+			o.Procs, o.Suites, o.KubernetesVersions = 0, []string{"dra,foo"}, []string{"", versions.Default().Kubernetes()}
+			o.KubernetesPatches, o.FeatureGates, o.Kubeconfig = []string{"relative.patch"}, map[string]bool{"A": true}, "relative-kubeconfig"
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := testOptions(t)
+			made := func() Options {
+				o := base
+				o.Runtimes = append([]runtimes.Runtime(nil), base.Runtimes...)
+				edit(&o)
+				return o.withDefaults()
+			}
+			o, want := made(), made()
+			if err := o.Validate(); (err == nil) != (name == "good") {
+				t.Fatalf("Validate = %v", err)
+			}
+			// Functions never compare equal: compare what they say.
+			same := func(a, b Options) bool {
+				if a.OptionName("Keep") != b.OptionName("Keep") {
+					return false
+				}
+				a.OptionName, b.OptionName = nil, nil
+				return reflect.DeepEqual(a, b)
+			}
+			if !same(o, want) {
+				t.Errorf("Validate changed the options:\n%+v\nwant\n%+v", o, want)
+			}
+			if again := o.withDefaults(); !same(again, want) {
+				t.Errorf("defaults filled twice differ:\n%+v\nwant\n%+v", again, want)
+			}
+		})
+	}
+}
+
+// TestWithDefaultsLeavesTheCallersSlices: the absolute patch paths are a
+// list of the run's own.
+func TestWithDefaultsLeavesTheCallersSlices(t *testing.T) {
+	patches := []string{"relative.patch"}
+	o := Options{KubernetesPatches: patches}.withDefaults()
+	if patches[0] != "relative.patch" || !filepath.IsAbs(o.KubernetesPatches[0]) {
+		t.Errorf("caller's %q, the run's %q", patches, o.KubernetesPatches)
+	}
+}
+
+// TestOptionErrorsNameTheField: a refusal names the field at fault and the
+// other options it mentions, the way the caller names them.
+func TestOptionErrorsNameTheField(t *testing.T) {
 	o := testOptions(t)
-	o.Kubeconfig = os.DevNull
-	for i := 0; i < 2; i++ {
-		if err := o.Validate(); err != nil {
-			t.Fatalf("validation %d: %v", i+1, err)
-		}
+	o.KubernetesPatches, o.KubernetesSrc = []string{os.DevNull}, t.TempDir()
+	err := o.withDefaults().Validate()
+	var bad *OptionError
+	if !errors.As(err, &bad) || bad.Field != "KubernetesPatches" {
+		t.Fatalf("err = %v, want an OptionError of KubernetesPatches", err)
+	}
+	flags := func(field string) string { return "--" + strings.ToLower(field) }
+	if got, want := bad.Message(flags), "--kubernetespatches applies to the pinned release; with --kubernetessrc, apply it to the checkout"; got != want {
+		t.Errorf("Message = %q, want %q", got, want)
+	}
+	var all OptionErrors
+	if !errors.As(err, &all) || !strings.Contains(all.Message(flags), "--kubernetessrc") || strings.Contains(all.Message(flags), "KubernetesSrc") {
+		t.Errorf("OptionErrors.Message = %q", all.Message(flags))
 	}
 }
 
@@ -648,37 +727,38 @@ func TestValidate(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		"bad procs":          {func(o *Options) { o.Procs = 0 }, "--procs"},
-		"bad focus":          {func(o *Options) { o.Focus = "(" }, "--focus"},
+		"bad procs":          {func(o *Options) { o.Procs = 0 }, "Procs"},
+		"bad repeat":         {func(o *Options) { o.Repeat = -1 }, "Repeat wants a positive number"},
+		"bad focus":          {func(o *Options) { o.Focus = "(" }, "Focus"},
 		"bad suite":          {func(o *Options) { o.Suites = []string{"dra,foo"} }, `unknown suite "foo"`},
-		"bad cluster name":   {func(o *Options) { o.ClusterName = "Fault_line" }, "--cluster-name"},
-		"kubeconfig missing": {func(o *Options) { o.Kubeconfig = "/nonexistent" }, "--kubeconfig"},
+		"bad cluster name":   {func(o *Options) { o.ClusterName = "Fault_line" }, "ClusterName"},
+		"kubeconfig missing": {func(o *Options) { o.Kubeconfig = "/nonexistent" }, "Kubeconfig"},
 		"node image for two": {func(o *Options) {
 			o.Runtimes, _ = runtimes.Parse("all")
 			o.NodeImage = "x"
-		}, "--node-image"},
+		}, "NodeImage"},
 		"containerd-src on crio": {func(o *Options) {
 			o.Runtimes, _ = runtimes.Parse("crio")
 			o.ContainerdSrc = t.TempDir()
-		}, "--containerd-src is for"},
-		"missing patch": {func(o *Options) { o.KubernetesPatches = []string{"/nonexistent.patch"} }, "--kubernetes-patch"},
+		}, "ContainerdSrc is for Runtimes containerd"},
+		"missing patch": {func(o *Options) { o.KubernetesPatches = []string{"/nonexistent.patch"} }, "KubernetesPatches"},
 		"patch with a checkout": {func(o *Options) {
 			o.KubernetesPatches = []string{os.DevNull}
 			o.KubernetesSrc = t.TempDir()
-		}, "with --kubernetes-src, apply it"},
+		}, "with KubernetesSrc, apply it"},
 		"patch on a cluster": {func(o *Options) {
 			o.KubernetesPatches = []string{os.DevNull}
 			o.Kubeconfig = os.DevNull
-		}, "do not go with --kubeconfig"},
+		}, "KubernetesPatches builds a cluster; it does not go with Kubeconfig"},
 		"gates on a cluster": {func(o *Options) {
 			o.FeatureGates = map[string]bool{"A": true}
 			o.Kubeconfig = os.DevNull
-		}, "do not go with --kubeconfig"},
+		}, "FeatureGates builds a cluster; it does not go with Kubeconfig"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := testOptions(t)
 			tc.edit(&o)
-			err := o.Validate()
+			err := o.withDefaults().Validate()
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
@@ -787,19 +867,19 @@ func TestValidateRefusesBadInputBeforeAnyStage(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		"empty release":          {func(o *Options) { o.KubernetesVersions = []string{"", ""} }, "--kubernetes-version"},
+		"empty release":          {func(o *Options) { o.KubernetesVersions = []string{"", ""} }, "KubernetesVersions"},
 		"empty release of two":   {func(o *Options) { o.KubernetesVersions = []string{versions.Default().Kubernetes(), ""} }, "an empty release"},
-		"label filter":           {func(o *Options) { o.LabelFilter = "((" }, "--label-filter"},
-		"NRI timeout":            {func(o *Options) { o.NRIRequestTimeout = 3 * time.Nanosecond }, "--nri-request-timeout 3ns"},
-		"runtime timeout":        {func(o *Options) { o.RuntimeRequestTimeout = time.Nanosecond }, "--runtime-request-timeout 1ns"},
-		"negative timeout":       {func(o *Options) { o.RuntimeRequestTimeout = -time.Second }, "--runtime-request-timeout"},
-		"long cluster name":      {func(o *Options) { o.ClusterName = strings.Repeat("a", 60) }, "--cluster-name"},
-		"path as a cluster name": {func(o *Options) { o.ClusterName = "../victim" }, "--cluster-name"},
+		"label filter":           {func(o *Options) { o.LabelFilter = "((" }, "LabelFilter"},
+		"NRI timeout":            {func(o *Options) { o.NRIRequestTimeout = 3 * time.Nanosecond }, "NRIRequestTimeout 3ns"},
+		"runtime timeout":        {func(o *Options) { o.RuntimeRequestTimeout = time.Nanosecond }, "RuntimeRequestTimeout 1ns"},
+		"negative timeout":       {func(o *Options) { o.RuntimeRequestTimeout = -time.Second }, "RuntimeRequestTimeout"},
+		"long cluster name":      {func(o *Options) { o.ClusterName = strings.Repeat("a", 60) }, "ClusterName"},
+		"path as a cluster name": {func(o *Options) { o.ClusterName = "../victim" }, "ClusterName"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := testOptions(t)
 			tc.edit(&o)
-			err := o.Validate()
+			err := o.withDefaults().Validate()
 			if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
 				t.Errorf("err = %q, want one line with %q", err, tc.want)
 			}
@@ -810,6 +890,7 @@ func TestValidateRefusesBadInputBeforeAnyStage(t *testing.T) {
 	o := testOptions(t, "all")
 	o.KubernetesVersions = versions.Kubernetes()
 	o.ClusterName = strings.Repeat("a", kindcluster.MaxNameLength-maxClusterNameSuffix())
+	o = o.withDefaults()
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -825,7 +906,7 @@ func TestValidateRefusesBadInputBeforeAnyStage(t *testing.T) {
 	for _, ok := range []struct{ filter string }{{"smoke"}, {"!Slow && (ci || smoke)"}} {
 		o := testOptions(t)
 		o.LabelFilter = ok.filter
-		if err := o.Validate(); err != nil {
+		if err := o.withDefaults().Validate(); err != nil {
 			t.Errorf("--label-filter %q: %v", ok.filter, err)
 		}
 	}
@@ -875,7 +956,7 @@ func TestDeleteClusterPassesTheRunsKubeconfig(t *testing.T) {
 
 	b := &realBackend{opts: Options{Out: &bytes.Buffer{}}}
 	ctx := context.Background()
-	if err := b.CreateCluster(ctx, kindcluster.Settings{Name: "made", NodeImage: "img"}, own); err == nil {
+	if err := b.CreateCluster(ctx, kindcluster.Settings{Name: "made", Runtime: runtimes.MustLookup("containerd"), NodeImage: "img"}, own); err == nil {
 		t.Fatal("kind created a cluster with a fake docker")
 	}
 	for _, name := range []string{"made", "old"} {

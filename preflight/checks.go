@@ -15,6 +15,8 @@ import (
 
 	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // draResources are the resource.k8s.io/v1 resources the DRA suite and its
@@ -26,10 +28,10 @@ const draGroupVersion = "resource.k8s.io/v1"
 func (c *checker) draAPI() Condition {
 	list, err := c.cs.Discovery().ServerResourcesForGroupVersion(draGroupVersion)
 	if apierrors.IsNotFound(err) {
-		return Condition{CondDRAAPI, Missing, draGroupVersion + " is not served (discovery; DRA is GA and on from Kubernetes 1.34)"}
+		return Condition{needs.DRAAPI, Missing, draGroupVersion + " is not served (discovery; DRA is GA and on from Kubernetes 1.34)"}
 	}
 	if err != nil {
-		return Condition{CondDRAAPI, Unknown, "discovery of " + draGroupVersion + ": " + err.Error()}
+		return Condition{needs.DRAAPI, Unknown, "discovery of " + draGroupVersion + ": " + err.Error()}
 	}
 	served := map[string]bool{}
 	for _, r := range list.APIResources {
@@ -42,9 +44,9 @@ func (c *checker) draAPI() Condition {
 		}
 	}
 	if len(missing) > 0 {
-		return Condition{CondDRAAPI, Missing, draGroupVersion + " does not serve " + strings.Join(missing, ", ")}
+		return Condition{needs.DRAAPI, Missing, draGroupVersion + " does not serve " + strings.Join(missing, ", ")}
 	}
-	return Condition{CondDRAAPI, OK, draGroupVersion + " serves " + strings.Join(draResources, ", ") + " (discovery)"}
+	return Condition{needs.DRAAPI, OK, draGroupVersion + " serves " + strings.Join(draResources, ", ") + " (discovery)"}
 }
 
 // gate is a feature gate a spec relies on. GA is the minor from which the
@@ -63,9 +65,9 @@ var (
 		gates []gate
 		what  string
 	}{
-		{CondGateDRA, []gate{{"DynamicResourceAllocation", 34}}, "DRA in the kubelet"},
-		{CondGateHealth, []gate{{"ResourceHealthStatus", 0}, {"ResourceHealthStatusMessage", 0}}, "device health in pod status (the DRA suite skips without)"},
-		{CondGatePermanentFailures, []gate{{"DRAHandlePermanentDriverFailures", 0}}, "KEP-5322 in the kubelet (no released kubelet has it)"},
+		{needs.GateDRA, []gate{{"DynamicResourceAllocation", 34}}, "DRA in the kubelet"},
+		{needs.GateHealth, []gate{{"ResourceHealthStatus", 0}, {"ResourceHealthStatusMessage", 0}}, "device health in pod status (the DRA suite skips without)"},
+		{needs.GatePermanentFailures, []gate{{"DRAHandlePermanentDriverFailures", 0}}, "KEP-5322 in the kubelet (no released kubelet has it)"},
 	}
 	// The device taint eviction spec: the API server must keep a
 	// ResourceSlice's device taints (DRADeviceTaints).
@@ -79,7 +81,7 @@ type kubeletRead struct {
 	version   *utilversion.Version
 	gates     map[string]bool
 	gatesErr  error
-	config    *kubeletConfig
+	config    *kubelet.Config
 	configErr error
 }
 
@@ -94,21 +96,21 @@ func (c *checker) gates(ctx context.Context) []Condition {
 	if capped {
 		nodes = nodes[:c.o.MaxNodes]
 	}
-	c.configz = map[string]kubeletConfig{}
+	c.configz = map[string]kubelet.Config{}
 	var reads []kubeletRead
 	for _, n := range nodes {
 		r := kubeletRead{node: n, version: c.kubelets[n]}
 		rctx, cancel := context.WithTimeout(ctx, c.o.Timeout)
 		raw, err := c.o.Endpoints.KubeletMetrics(rctx, n)
 		if err == nil {
-			r.gates, err = parseFeatureGates(raw)
+			r.gates, err = kubelet.ParseFeatureGates(raw)
 		}
 		r.gatesErr = err
 		raw, err = c.o.Endpoints.KubeletConfigz(rctx, n)
 		cancel()
 		if err == nil {
-			var cfg kubeletConfig
-			if cfg, err = parseConfigz(raw); err == nil {
+			var cfg kubelet.Config
+			if cfg, err = kubelet.ParseConfigz(raw); err == nil {
 				r.config = &cfg
 				c.configz[n] = cfg
 			}
@@ -199,19 +201,19 @@ func (c *checker) apiServerGate(ctx context.Context) Condition {
 	raw, err := c.o.Endpoints.APIServerMetrics(rctx)
 	var gates map[string]bool
 	if err == nil {
-		gates, err = parseFeatureGates(raw)
+		gates, err = kubelet.ParseFeatureGates(raw)
 	}
 	if err != nil {
-		return Condition{CondGateDeviceTaints, Unknown, fmt.Sprintf("API server gate %s not readable (GET /metrics: %v)%s", g.Name, err, tail)}
+		return Condition{needs.GateDeviceTaints, Unknown, fmt.Sprintf("API server gate %s not readable (GET /metrics: %v)%s", g.Name, err, tail)}
 	}
 	enabled, known := gates[g.Name]
 	switch {
 	case !known:
-		return Condition{CondGateDeviceTaints, Missing, fmt.Sprintf("API server gate %s unknown to it (/metrics)%s", g.Name, tail)}
+		return Condition{needs.GateDeviceTaints, Missing, fmt.Sprintf("API server gate %s unknown to it (/metrics)%s", g.Name, tail)}
 	case !enabled:
-		return Condition{CondGateDeviceTaints, Missing, fmt.Sprintf("API server gate %s=false (/metrics): device taints in ResourceSlices are dropped%s", g.Name, tail)}
+		return Condition{needs.GateDeviceTaints, Missing, fmt.Sprintf("API server gate %s=false (/metrics): device taints in ResourceSlices are dropped%s", g.Name, tail)}
 	}
-	return Condition{CondGateDeviceTaints, OK, fmt.Sprintf("API server gate %s=true (/metrics)%s", g.Name, tail)}
+	return Condition{needs.GateDeviceTaints, OK, fmt.Sprintf("API server gate %s=true (/metrics)%s", g.Name, tail)}
 }
 
 const (
@@ -228,16 +230,16 @@ func (c *checker) nri() []Condition {
 	var nri, validator Condition
 	switch {
 	case c.factsErr != nil:
-		nri = Condition{CondNRI, Unknown, fmt.Sprintf("%v; %s", c.factsErr, nriNotVisible)}
-		validator = Condition{CondNRIValidator, Unknown, validatorNotVisible}
+		nri = Condition{needs.NRI, Unknown, fmt.Sprintf("%v; %s", c.factsErr, nriNotVisible)}
+		validator = Condition{needs.NRIValidator, Unknown, validatorNotVisible}
 	case c.faultlineMade():
 		f := c.facts
-		nri = Condition{CondNRI, OK, fmt.Sprintf("cluster made by faultline (%s): %s %s with NRI on (its node image), request timeout %s, registration timeout %s",
+		nri = Condition{needs.NRI, OK, fmt.Sprintf("cluster made by faultline (%s): %s %s with NRI on (its node image), request timeout %s, registration timeout %s",
 			where, f.Runtime, f.RuntimeVersion, orDefault(f.NRIRequestTimeout, facts.DefaultNRIRequestTimeout), orDefault(f.NRIRegistrationTimeout, facts.DefaultNRIRegistrationTimeout))}
-		validator = Condition{CondNRIValidator, OK, fmt.Sprintf("cluster made by faultline (%s): the default validator is on (its node image)", where)}
+		validator = Condition{needs.NRIValidator, OK, fmt.Sprintf("cluster made by faultline (%s): the default validator is on (its node image)", where)}
 	default:
-		nri = Condition{CondNRI, Unknown, nriNotVisible}
-		validator = Condition{CondNRIValidator, Unknown, validatorNotVisible}
+		nri = Condition{needs.NRI, Unknown, nriNotVisible}
+		validator = Condition{needs.NRIValidator, Unknown, validatorNotVisible}
 	}
 	return []Condition{nri, validator, c.containerSlowdown(nri)}
 }
@@ -255,25 +257,25 @@ func orDefault(d facts.Duration, def time.Duration) time.Duration {
 func (c *checker) containerSlowdown(nri Condition) Condition {
 	switch {
 	case c.runtime == nil:
-		return Condition{CondContainerSlowdown, Unknown, "the runtime is not recognised, so how its CreateContainer is slowed is not known"}
+		return Condition{needs.ContainerSlowdown, Unknown, "the runtime is not recognised, so how its CreateContainer is slowed is not known"}
 	case c.runtime.CreateContainerRunsOCICreate:
-		return Condition{CondContainerSlowdown, OK, c.runtime.Name + " runs the OCI create in CreateContainer: runc-slow slows it"}
+		return Condition{needs.ContainerSlowdown, OK, c.runtime.Name + " runs the OCI create in CreateContainer: runc-slow slows it"}
 	}
-	return Condition{CondContainerSlowdown, nri.State, fmt.Sprintf("%s's CreateContainer is slowed through the fake NRI plugin: needs NRI (%s)", c.runtime.Name, nri.State)}
+	return Condition{needs.ContainerSlowdown, nri.State, fmt.Sprintf("%s's CreateContainer is slowed through the fake NRI plugin: needs NRI (%s)", c.runtime.Name, nri.State)}
 }
 
 // runtimeRequestTimeout: the kubelet-level CRI spec times its delays by it;
 // the suites take it from the facts, else the kubelet's /configz.
 func (c *checker) runtimeRequestTimeout() Condition {
 	if c.factsErr == nil && c.factsFound && c.facts.RuntimeRequestTimeout > 0 {
-		return Condition{CondRuntimeRequestTimeout, OK, fmt.Sprintf("%s (ConfigMap %s/%s)", c.facts.RuntimeRequestTimeout, facts.Namespace, facts.Name)}
+		return Condition{needs.RuntimeRequestTimeout, OK, fmt.Sprintf("%s (ConfigMap %s/%s)", c.facts.RuntimeRequestTimeout, facts.Namespace, facts.Name)}
 	}
 	if cfg, ok := c.configz[c.testNode]; ok {
 		if d, err := time.ParseDuration(cfg.RuntimeRequestTimeout); err == nil {
-			return Condition{CondRuntimeRequestTimeout, OK, fmt.Sprintf("%s (kubelet /configz on %s)", d, c.testNode)}
+			return Condition{needs.RuntimeRequestTimeout, OK, fmt.Sprintf("%s (kubelet /configz on %s)", d, c.testNode)}
 		}
 	}
-	return Condition{CondRuntimeRequestTimeout, Unknown, fmt.Sprintf("neither the cluster's facts nor the kubelet /configz on %q give runtimeRequestTimeout: "+
+	return Condition{needs.RuntimeRequestTimeout, Unknown, fmt.Sprintf("neither the cluster's facts nor the kubelet /configz on %q give runtimeRequestTimeout: "+
 		"the kubelet-level CRI spec fails unless --faultline.runtime-request-timeout gives it", c.testNode)}
 }
 

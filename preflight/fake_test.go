@@ -191,7 +191,7 @@ func fakeClient(t *testing.T, c cluster) *fake.Clientset {
 func run(t *testing.T, c cluster) Report {
 	t.Helper()
 	cs := fakeClient(t, c)
-	r, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{c}})
+	r, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{c}, Specs: testSpecs()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,160 +2,118 @@ package preflight
 
 import (
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/faultline-k8s/faultline/vocab/needs"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
 )
 
-// The conditions Run reports, by name.
+// The conditions Run reports that every spec needs; the others are named by
+// vocab/needs, the words specs declare their needs with.
 const (
-	CondAPI                   = "api"
-	CondPermissions           = "permissions"
-	CondPermissionsDRA        = "permissions-dra"
-	CondDRAAPI                = "dra-api"
-	CondNodes                 = "nodes"
-	CondRuntime               = "runtime"
-	CondSlowHandler           = "slow-handler"
-	CondGateDRA               = "gate-dra"
-	CondGateHealth            = "gate-health"
-	CondGatePermanentFailures = "gate-permanent-failures"
-	CondGateDeviceTaints      = "gate-device-taints"
-	CondNRI                   = "nri"
-	CondNRIValidator          = "nri-validator"
-	CondContainerSlowdown     = "cri-container-slowdown"
-	CondRuntimeRequestTimeout = "runtime-request-timeout"
-	CondPodSecurity           = "pod-security"
+	CondAPI         = "api"
+	CondPermissions = "permissions"
+	CondNodes       = "nodes"
+	CondRuntime     = "runtime"
+	CondPodSecurity = "pod-security"
 )
-
-// CondFixtures is the condition that fixture set (fixtures/<set>) can be
-// applied: its APIs served, its objects' creation allowed.
-func CondFixtures(set string) string { return "fixtures-" + set }
 
 // base is what every spec needs: the API, the specs' own permissions, a node
 // for test pods, a runtime the suites' setup recognises, and namespaces
 // admission accepts.
 var base = []string{CondAPI, CondPermissions, CondNodes, CondRuntime, CondPodSecurity}
 
-// areaNeeds adds, per area, what every spec of its suite needs: its fixture
-// set (deployed before each spec, harness.Require) and what that set needs
-// to become ready.
-var areaNeeds = map[string][]string{
-	"faultline": nil,
-	"dra":       {CondDRAAPI, CondPermissionsDRA, CondFixtures("dra"), CondGateDRA},
-	"cri":       {CondFixtures("cri"), CondSlowHandler},
-	"nri":       {CondFixtures("nri"), CondNRI},
+// fixtureNeeds is what each fixture set needs to become ready, beyond being
+// applied: a spec that needs the set (Needs:fixtures-<set>) needs these too.
+var fixtureNeeds = map[string][]string{
+	"dra": {needs.DRAAPI, needs.PermissionsDRA, needs.GateDRA},
+	"cri": {needs.SlowHandler},
+	"nri": {needs.NRI},
 }
 
-// entry refines one requirement beyond its area.
-type entry struct {
-	// Needs are further conditions its specs need.
-	Needs []string
-	// Informs are conditions that change only the expected outcome, not
-	// whether it can be checked: shown as notes when not ok.
-	Informs []string
-	// Disruptive: its spec carries the Disruptive label.
-	Disruptive bool
-	// Pending: its specs are ginkgo.Pending, waiting for this design.
-	Pending string
+// Spec is one spec of the test binary as preflight reads it: its labels
+// (the requirements it checks, vocab/needs labels, Disruptive) and whether
+// it is pending.
+type Spec struct {
+	Labels  []string
+	Pending bool
 }
+
+// disruptiveLabel is the e2e framework's label of a spec that disrupts the
+// node (framework.WithDisruptive).
+const disruptiveLabel = "Disruptive"
 
 // disruptiveNote: on faultline's own clusters Disruptive specs always run.
 const disruptiveNote = "Disruptive (restarts the node's runtime or kubelet): runs only with --disruptive on a cluster faultline did not create " +
 	"(faultline e2e; the conformance image: an E2E_LABEL_FILTER without !Disruptive)"
 
-// containerStage: on a runtime whose CreateContainer runs no OCI create
-// (containerd) the CRI container stage goes through the fake NRI plugin.
-var containerStage = entry{Needs: []string{CondContainerSlowdown}}
-
-// table maps every requirement of the catalogue (TestEveryRequirementMapped
-// is the drift guard). Derived from the suites: Feature labels, skips,
-// Require calls and the Disruptive label (suites/cri/cache.go spec 7).
-var table = map[string]entry{
-	"DRA-PERMANENT-FAILS-POD":    {Informs: []string{CondGatePermanentFailures}},
-	"DRA-TRANSIENT-RETRIED":      {},
-	"DRA-UNCLASSIFIED-TRANSIENT": {},
-	"DRA-BAD-CONFIG-NAMED":       {},
-	"DRA-DEADLINE-RETRIED":       {},
-	"DRA-DEADLINE-ERROR-NAMED":   {},
-	// The kubelet restarts through the CRI relay (fixtures/cri).
-	"DRA-KUBELET-RESTART-PREPARE":    {Needs: []string{CondFixtures("cri")}, Disruptive: true},
-	"DRA-KUBELET-RESTART-UNPREPARE":  {Needs: []string{CondFixtures("cri")}, Disruptive: true},
-	"DRA-EVERY-FAILING-DEVICE-NAMED": {},
-	"DRA-EVERY-FAILING-CLAIM-NAMED":  {},
-	"DRA-DELETED-POD-UNPREPARED":     {},
-	"DRA-UNPREPARE-RETRIED":          {},
-	"DRA-UNPREPARE-TWO-DRIVERS":      {},
-	"DRA-TAINTED-DEVICE-EVICTS":      {Needs: []string{CondGateDeviceTaints}},
-	"DRA-HEALTH-IN-POD-STATUS":       {Needs: []string{CondGateHealth}},
-	"DRA-TWO-DRIVERS-CDI-ONCE":       {},
-	"DRA-HEALTH-RECONNECT":           {Needs: []string{CondGateHealth}},
-	"DRA-UNRESPONSIVE-DRIVER":        {},
-
-	"CRI-SANDBOX-RETRY-GETS-FIRST":    {},
-	"CRI-SANDBOX-RETRY-IN-PROGRESS":   {},
-	"CRI-SANDBOX-UNCLAIMED-HIDDEN":    {},
-	"CRI-SANDBOX-CHANGED-REQUEST":     {},
-	"CRI-SANDBOX-UNCLAIMED-REMOVED":   {},
-	"CRI-SANDBOX-RESTART-NO-LEAK":     {Disruptive: true},
-	"CRI-CONTAINER-RETRY-GETS-FIRST":  containerStage,
-	"CRI-CONTAINER-RETRY-IN-PROGRESS": containerStage,
-	"CRI-CONTAINER-UNCLAIMED-HIDDEN":  containerStage,
-	"CRI-CONTAINER-CHANGED-REQUEST":   containerStage,
-	"CRI-CONTAINER-UNCLAIMED-REMOVED": containerStage,
-	"CRI-CONTAINER-RESTART-NO-LEAK":   {Needs: []string{CondContainerSlowdown}, Disruptive: true},
-	"CRI-KUBELET-SLOW-CREATION-RUNS":  {Needs: []string{CondRuntimeRequestTimeout}},
-
-	"NRI-SYNC-ERROR-FAILS-REQUEST":         {},
-	"NRI-ERROR-STOPS-CHAIN":                {},
-	"NRI-ASYNC-ERROR-IGNORED":              {},
-	"NRI-STALLED-PLUGIN-DROPPED":           {},
-	"NRI-CRASHED-PLUGIN-DROPPED":           {},
-	"NRI-START-ERROR-FAILS-REQUEST":        {},
-	"NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST": {},
-	"NRI-REQUIRED-PLUGIN-MISSING":          {Needs: []string{CondNRIValidator}},
-	"NRI-REQUIRED-PLUGINS-PRESENT":         {},
-	"NRI-POLICY-FAIL-REQUEST":              {},
-	"NRI-POLICY-KEEP-CONNECTED":            {},
-	"NRI-POLICY-RETURNED-ERROR-FAILS":      {},
-	"NRI-REQUIRED-PLUGIN-TIMEOUT":          {Needs: []string{CondNRIValidator}},
-
-	// Each suite's smoke spec: no fixture set.
-	"FAULTLINE-CLUSTER-RUNS-PODS": {},
-	// Each suite's scope spec deploys its suite's fixture set first.
-	"FAULTLINE-FAULTS-SCOPED": {Needs: []string{CondFixtures("dra"), CondDRAAPI, CondGateDRA, CondFixtures("cri"), CondFixtures("nri"), CondNRI}},
+// requirementSpecs is what the specs of one requirement declare together.
+type requirementSpecs struct {
+	needs, informs []string
+	disruptive     bool
+	specs, pending int
 }
 
-// needs is every condition requirement r needs, base first, no duplicates.
-func needs(r requirements.Requirement, e entry) []string {
-	var out []string
-	seen := map[string]bool{}
-	for _, list := range [][]string{base, areaNeeds[r.Area], e.Needs} {
-		for _, n := range list {
-			if !seen[n] {
-				seen[n] = true
-				out = append(out, n)
+// bySpecs gathers, per requirement, what its specs declare: the union of
+// their needs (base first, each fixture set followed by what it needs), no
+// duplicates.
+func bySpecs(specs []Spec) map[string]*requirementSpecs {
+	out := map[string]*requirementSpecs{}
+	for _, s := range specs {
+		need, inform := needs.FromLabels(s.Labels)
+		for _, id := range requirements.FromLabels(s.Labels) {
+			r := out[id]
+			if r == nil {
+				r = &requirementSpecs{needs: append([]string(nil), base...)}
+				out[id] = r
+			}
+			r.specs++
+			if s.Pending {
+				r.pending++
+			}
+			r.disruptive = r.disruptive || slices.Contains(s.Labels, disruptiveLabel)
+			for _, n := range need {
+				r.needs = appendNew(r.needs, n)
+				if set, ok := needs.FixtureSet(n); ok {
+					for _, m := range fixtureNeeds[set] {
+						r.needs = appendNew(r.needs, m)
+					}
+				}
+			}
+			for _, n := range inform {
+				r.informs = appendNew(r.informs, n)
 			}
 		}
 	}
 	return out
 }
 
-// judge gives each requirement of the catalogue its verdict: cannot check
-// if a condition it needs is missing, unknown if one is unknown.
-func judge(conds []Condition) []Verdict {
+func appendNew(list []string, s string) []string {
+	if slices.Contains(list, s) {
+		return list
+	}
+	return append(list, s)
+}
+
+// judge gives each requirement of the catalogue its verdict from what its
+// specs need: cannot check if a condition they need is missing, unknown if
+// one is unknown.
+func judge(conds []Condition, specs []Spec) []Verdict {
 	byName := map[string]Condition{}
 	for _, c := range conds {
 		byName[c.Name] = c
 	}
+	declared := bySpecs(specs)
 	var out []Verdict
 	for _, r := range requirements.All() {
-		e, mapped := table[r.ID]
-		v := Verdict{ID: r.ID, Area: r.Area, Needs: needs(r, e), Verdict: CanCheck}
-		if !mapped {
-			v.Verdict, v.Reasons = Undecided, []string{"not mapped in preflight/mapping.go"}
-			out = append(out, v)
+		e, ok := declared[r.ID]
+		if !ok {
+			out = append(out, Verdict{ID: r.ID, Area: r.Area, Verdict: Undecided, Reasons: []string{"no spec of this build checks it"}})
 			continue
 		}
+		v := Verdict{ID: r.ID, Area: r.Area, Needs: e.needs, Verdict: CanCheck}
 		var missing, unknown []string
 		for _, n := range v.Needs {
 			c, ok := byName[n]
@@ -169,19 +127,19 @@ func judge(conds []Condition) []Verdict {
 			}
 		}
 		switch {
-		case e.Pending != "":
-			v.Verdict, v.Reasons = Pending, []string{e.Pending}
+		case e.pending == e.specs:
+			v.Verdict, v.Reasons = Pending, []string{"its specs are pending"}
 		case len(missing) > 0:
 			v.Verdict, v.Reasons = CannotCheck, append(missing, unknown...)
 		case len(unknown) > 0:
 			v.Verdict, v.Reasons = Undecided, unknown
 		}
-		for _, n := range e.Informs {
+		for _, n := range e.informs {
 			if c, ok := byName[n]; ok && c.State != OK {
 				v.Notes = append(v.Notes, fmt.Sprintf("%s %s: expect \"not implemented\", not a skip", n, c.State))
 			}
 		}
-		if e.Disruptive {
+		if e.disruptive {
 			v.Notes = append(v.Notes, disruptiveNote)
 		}
 		out = append(out, v)

@@ -1,28 +1,40 @@
 package preflight
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
-// The drift guard: every requirement of the catalogue has an entry, every
-// entry names a requirement, and every condition the mapping names is one
-// Run reports.
-func TestEveryRequirementMapped(t *testing.T) {
+// testSpecs stands for the test binary's spec tree (the real one is checked
+// where it is linked: suites, cmd/faultline): one spec per requirement of
+// the catalogue, needing its area's fixture set, with the further labels the
+// tests here rely on.
+func testSpecs() []Spec {
+	extra := map[string][]string{
+		"DRA-PERMANENT-FAILS-POD":        needs.InformsLabels(needs.GatePermanentFailures),
+		"DRA-HEALTH-IN-POD-STATUS":       needs.Labels(needs.GateHealth),
+		"CRI-SANDBOX-RESTART-NO-LEAK":    {disruptiveLabel},
+		"CRI-CONTAINER-RETRY-GETS-FIRST": needs.Labels(needs.ContainerSlowdown),
+	}
+	var specs []Spec
 	for _, r := range requirements.All() {
-		if _, ok := table[r.ID]; !ok {
-			t.Errorf("%s (area %s) is not in preflight/mapping.go's table: add it with what its specs need", r.ID, r.Area)
+		labels := []string{requirements.Label(r.ID)}
+		if r.Area != "faultline" {
+			labels = append(labels, needs.Labels(needs.Fixtures(r.Area))...)
 		}
-		if _, ok := areaNeeds[r.Area]; !ok {
-			t.Errorf("%s: area %q has no areaNeeds", r.ID, r.Area)
-		}
+		specs = append(specs, Spec{Labels: append(labels, extra[r.ID]...)})
 	}
-	for id := range table {
-		if _, ok := requirements.Lookup(id); !ok {
-			t.Errorf("preflight/mapping.go maps %s, which the catalogue does not have", id)
-		}
-	}
+	return specs
+}
+
+// Every condition a spec can declare (vocab/needs), and every fixture set's,
+// is one Run reports: a need nobody checks would leave its requirements
+// undecided on every cluster.
+func TestEveryNeedReported(t *testing.T) {
 	reported := map[string]bool{}
 	for _, c := range run(t, kind()).Conditions {
 		if reported[c.Name] {
@@ -30,19 +42,55 @@ func TestEveryRequirementMapped(t *testing.T) {
 		}
 		reported[c.Name] = true
 	}
-	check := func(where string, names []string) {
-		for _, n := range names {
-			if !reported[n] {
-				t.Errorf("%s needs condition %q, which Run does not report", where, n)
-			}
+	all := append(append([]string(nil), base...), needs.All...)
+	for set, more := range fixtureNeeds {
+		all = append(append(all, needs.Fixtures(set)), more...)
+	}
+	for _, n := range all {
+		if !reported[n] {
+			t.Errorf("condition %q is not one Run reports", n)
 		}
 	}
-	check("base", base)
-	for area, names := range areaNeeds {
-		check("area "+area, names)
+}
+
+// A requirement's needs are the union of its specs' (a fixture set brings
+// what it needs), base first; Disruptive and Informs come from any spec; all
+// specs pending makes it pending; no spec leaves it undecided.
+func TestJudgeReadsTheSpecs(t *testing.T) {
+	const id = "DRA-TRANSIENT-RETRIED"
+	ok := func(names ...string) []Condition {
+		var cs []Condition
+		for _, n := range names {
+			cs = append(cs, Condition{Name: n, State: OK})
+		}
+		return cs
 	}
-	for id, e := range table {
-		check(id, e.Needs)
-		check(id, e.Informs)
+	conds := ok(append(append(append([]string(nil), base...), needs.All...), needs.Fixtures("dra"), needs.Fixtures("cri"))...)
+	find := func(vs []Verdict) Verdict {
+		for _, v := range vs {
+			if v.ID == id {
+				return v
+			}
+		}
+		t.Fatalf("no verdict for %s", id)
+		return Verdict{}
+	}
+	label := requirements.Label(id)
+	v := find(judge(conds, []Spec{
+		{Labels: append([]string{label}, needs.Labels(needs.Fixtures("dra"))...)},
+		{Labels: append([]string{label, disruptiveLabel}, needs.Labels(needs.Fixtures("cri"), needs.GateHealth)...)},
+	}))
+	want := append(append([]string(nil), base...), needs.Fixtures("dra"), needs.DRAAPI, needs.PermissionsDRA, needs.GateDRA, needs.Fixtures("cri"), needs.SlowHandler, needs.GateHealth)
+	if !slices.Equal(v.Needs, want) {
+		t.Errorf("needs %v, want %v", v.Needs, want)
+	}
+	if v.Verdict != CanCheck || len(v.Notes) != 1 || !strings.HasPrefix(v.Notes[0], "Disruptive") {
+		t.Errorf("%s, notes %q", v.Line(), v.Notes)
+	}
+	if v := find(judge(conds, []Spec{{Labels: []string{label}, Pending: true}})); v.Verdict != Pending {
+		t.Errorf("pending spec: %s", v.Line())
+	}
+	if v := find(judge(conds, nil)); v.Verdict != Undecided || !strings.Contains(v.Line(), "no spec") {
+		t.Errorf("no spec: %s", v.Line())
 	}
 }

@@ -11,12 +11,14 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	utilversion "k8s.io/apimachinery/pkg/util/version"
 
+	"github.com/faultline-k8s/faultline/nodesetup"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // SlowHandler is the runtime handler (and RuntimeClass) of runc-slow that the
-// CRI suite's specs need (suites/cri slowHandler).
-const SlowHandler = "faultline-slow"
+// CRI suite's specs need: nodesetup's, the one place it is named.
+const SlowHandler = nodesetup.HandlerName
 
 // runtimeInfo is the nodes' runtime, as vocab/runtimes knows it.
 type runtimeInfo struct {
@@ -32,12 +34,12 @@ func (c *checker) nodes(ctx context.Context) []Condition {
 	list, err := c.cs.CoreV1().Nodes().List(lctx, metav1.ListOptions{})
 	if err != nil {
 		why := "list nodes: " + err.Error()
-		return []Condition{{CondNodes, Unknown, why}, {CondRuntime, Unknown, why}, {CondSlowHandler, Unknown, why}}
+		return []Condition{{CondNodes, Unknown, why}, {CondRuntime, Unknown, why}, {needs.SlowHandler, Unknown, why}}
 	}
 	nodes := list.Items
 	if len(nodes) == 0 {
 		return []Condition{{CondNodes, Missing, "the cluster has no nodes"},
-			{CondRuntime, Missing, "the cluster has no nodes"}, {CondSlowHandler, Missing, "the cluster has no nodes"}}
+			{CondRuntime, Missing, "the cluster has no nodes"}, {needs.SlowHandler, Missing, "the cluster has no nodes"}}
 	}
 	sel := c.selector()
 	selected := func(n *v1.Node) bool { return sel.Matches(labels.Set(n.Labels)) }
@@ -50,7 +52,7 @@ func (c *checker) nodes(ctx context.Context) []Condition {
 	}
 	if c.testNode == "" {
 		why := fmt.Sprintf("no node has the labels %s (the fakes' and the specs' node selector)", sel)
-		return []Condition{{CondNodes, Missing, why}, c.nodeRuntime(nodes), {CondSlowHandler, Missing, why}}
+		return []Condition{{CondNodes, Missing, why}, c.nodeRuntime(nodes), {needs.SlowHandler, Missing, why}}
 	}
 	return []Condition{c.usableNodes(nodes, selected), c.nodeRuntime(nodes), c.slowHandler(nodes)}
 }
@@ -191,7 +193,7 @@ func (c *checker) slowHandler(nodes []v1.Node) Condition {
 	handlers := make([]string, 0, len(node.Status.RuntimeHandlers))
 	for _, h := range node.Status.RuntimeHandlers {
 		if h.Name == SlowHandler {
-			return Condition{CondSlowHandler, OK, fmt.Sprintf("node %s lists runtime handler %q (node.status.runtimeHandlers)", node.Name, SlowHandler)}
+			return Condition{needs.SlowHandler, OK, fmt.Sprintf("node %s lists runtime handler %q (node.status.runtimeHandlers)", node.Name, SlowHandler)}
 		}
 		name := h.Name
 		if name == "" {
@@ -200,10 +202,10 @@ func (c *checker) slowHandler(nodes []v1.Node) Condition {
 		handlers = append(handlers, name)
 	}
 	if len(handlers) == 0 {
-		return Condition{CondSlowHandler, Unknown, fmt.Sprintf("node %s reports no runtime handlers (kubelet %s; < 1.30 or a runtime that lists none): the CRI suite asks the runtime and skips without %q",
+		return Condition{needs.SlowHandler, Unknown, fmt.Sprintf("node %s reports no runtime handlers (kubelet %s; < 1.30 or a runtime that lists none): the CRI suite asks the runtime and skips without %q",
 			node.Name, node.Status.NodeInfo.KubeletVersion, SlowHandler)}
 	}
-	return Condition{CondSlowHandler, Missing, fmt.Sprintf("node %s's runtime lists %s, not %q (runc-slow): the CRI suite skips; see the README's \"An existing cluster\"",
+	return Condition{needs.SlowHandler, Missing, fmt.Sprintf("node %s's runtime lists %s, not %q (runc-slow): the CRI suite skips; see the README's \"An existing cluster\"",
 		node.Name, strings.Join(handlers, ", "), SlowHandler)}
 }
 

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 func sample() Report {
@@ -12,7 +14,7 @@ func sample() Report {
 		Server: "v1.36.3",
 		Conditions: []Condition{
 			{CondAPI, OK, "API server v1.36.3"},
-			{CondSlowHandler, Missing, "node a's runtime lists runc | crun"},
+			{needs.SlowHandler, Missing, "node a's runtime lists runc | crun"},
 		},
 		Requirements: []Verdict{
 			{ID: "CRI-SANDBOX-RETRY-GETS-FIRST", Area: "cri", Verdict: CannotCheck, Reasons: []string{"slow-handler missing"}},
@@ -46,20 +48,5 @@ func TestWriteFormats(t *testing.T) {
 	}
 	if err := Write(&text, sample(), "yaml"); err == nil {
 		t.Error("an unknown format must be an error")
-	}
-}
-
-func TestParseFeatureGates(t *testing.T) {
-	raw := []byte("# HELP x\nkubernetes_feature_enabled{name=\"A\",stage=\"BETA\"} 1\nkubernetes_feature_enabled{stage=\"\",name=\"B\"} 0\nother 1\n")
-	gates, err := parseFeatureGates(raw)
-	if err != nil || !gates["A"] || gates["B"] || len(gates) != 2 {
-		t.Errorf("gates %v, %v", gates, err)
-	}
-	if _, err := parseFeatureGates([]byte("up 1\n")); err == nil {
-		t.Error("metrics without feature samples must be an error")
-	}
-	cfg, err := parseConfigz([]byte(`{"kubeletconfig":{"runtimeRequestTimeout":"30s","featureGates":{"X":true}}}`))
-	if err != nil || cfg.RuntimeRequestTimeout != "30s" || !cfg.FeatureGates["X"] {
-		t.Errorf("configz %+v, %v", cfg, err)
 	}
 }

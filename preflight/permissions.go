@@ -18,6 +18,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/fixtures/access"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
 
@@ -89,7 +90,7 @@ func (c *checker) permissions(ctx context.Context) []Condition {
 	denied, err := c.review(ctx, specs)
 	out := []Condition{accessCondition(CondPermissions, describeAccess(specs), denied, err, as)}
 	denied, err = c.review(ctx, access.DRASpecs)
-	out = append(out, accessCondition(CondPermissionsDRA, describeAccess(access.DRASpecs), denied, err, as))
+	out = append(out, accessCondition(needs.PermissionsDRA, describeAccess(access.DRASpecs), denied, err, as))
 	for _, set := range suitenames.All {
 		out = append(out, c.fixtureSet(ctx, set, as))
 	}
@@ -199,7 +200,7 @@ func describeAccess(list []access.Access) string {
 // object's API served, create allowed, and for RBAC objects what RBAC's
 // escalation check also asks (hold the granted rules, or escalate/bind).
 func (c *checker) fixtureSet(ctx context.Context, set, as string) Condition {
-	name := CondFixtures(set)
+	name := needs.Fixtures(set)
 	objects, err := fixtures.Render(set, access.RenderValues)
 	if err != nil {
 		return Condition{name, Unknown, fmt.Sprintf("render fixtures/%s: %v", set, err)}

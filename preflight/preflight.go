@@ -2,12 +2,14 @@
 // check each requirement of the catalogue, and if not, why. It only reads:
 // GETs, discovery, SelfSubjectAccessReviews and server-side dry runs; it
 // persists no object and starts no pod. Run does the checks (checks.go,
-// nodes.go, kubelet.go, permissions.go), mapping.go says which conditions
-// each requirement needs, output.go writes the report.
+// nodes.go, kubelet.go, permissions.go), mapping.go reads which conditions
+// each requirement needs from its specs' labels (Options.Specs, vocab/needs),
+// output.go writes the report.
 package preflight
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -15,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
 )
 
 // State is what a check found out about a condition.
@@ -54,7 +57,7 @@ type Verdict struct {
 	// Reasons name the conditions (or the pending design) behind a verdict
 	// other than "can check".
 	Reasons []string `json:"reasons,omitempty"`
-	// Needs are the conditions the requirement's specs need (mapping.go).
+	// Needs are the conditions the requirement's specs need (their labels).
 	Needs []string `json:"needs"`
 	// Notes say what does not decide the verdict but matters (Disruptive,
 	// a gate that only changes the expected outcome).
@@ -104,11 +107,17 @@ type Options struct {
 	// Timeout bounds each read (0: 20s), so one hung kubelet proxy does
 	// not hang the whole report.
 	Timeout time.Duration
+	// Specs are the test binary's specs (suites/specs): what each
+	// requirement's specs need is what Run judges them by.
+	Specs []Spec
 }
 
 // Run checks the cluster behind cs. An error means the API server could not
 // be asked at all; everything else, refusals included, is in the report.
 func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error) {
+	if len(o.Specs) == 0 {
+		return Report{}, errors.New("preflight: no specs to judge the requirements by")
+	}
 	if o.Endpoints == nil {
 		o.Endpoints = ProxyEndpoints{Client: cs}
 	}
@@ -135,7 +144,7 @@ func Run(ctx context.Context, cs kubernetes.Interface, o Options) (Report, error
 	add(c.nri()...)
 	add(c.runtimeRequestTimeout())
 	add(c.podSecurity(ctx))
-	r.Requirements = judge(r.Conditions)
+	r.Requirements = judge(r.Conditions, o.Specs)
 	return r, nil
 }
 
@@ -155,7 +164,7 @@ type checker struct {
 	testNode string
 	usable   []string
 	kubelets map[string]*utilversion.Version
-	configz  map[string]kubeletConfig
+	configz  map[string]kubelet.Config
 }
 
 func (c *checker) readFacts(ctx context.Context) {

@@ -18,6 +18,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/lib/scope"
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/fixtures/access"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 func verdict(t *testing.T, r Report, id string) Verdict {
@@ -43,17 +44,13 @@ func condition(t *testing.T, r Report, name string) Condition {
 func TestFaultlineClusterCanCheckEverything(t *testing.T) {
 	r := run(t, kind())
 	for _, c := range r.Conditions {
-		if c.State != OK && c.Name != CondGatePermanentFailures {
+		if c.State != OK && c.Name != needs.GatePermanentFailures {
 			t.Errorf("%s: %s (%s), want ok", c.Name, c.State, c.Reason)
 		}
 	}
 	for _, v := range r.Requirements {
-		want := CanCheck
-		if table[v.ID].Pending != "" {
-			want = Pending
-		}
-		if v.Verdict != want {
-			t.Errorf("%s: %s, want %s", v.ID, v.Line(), want)
+		if v.Verdict != CanCheck {
+			t.Errorf("%s: %s, want %s", v.ID, v.Line(), CanCheck)
 		}
 	}
 	if got := r.CannotCheck(); len(got) != 0 {
@@ -63,7 +60,7 @@ func TestFaultlineClusterCanCheckEverything(t *testing.T) {
 		t.Errorf("the KEP-5322 gate must be a note, got %q", n)
 	}
 	if n := verdict(t, r, "CRI-SANDBOX-RESTART-NO-LEAK").Notes; len(n) != 1 || !strings.HasPrefix(n[0], "Disruptive") {
-		t.Errorf("spec 7 is Disruptive, got notes %q", n)
+		t.Errorf("its spec is Disruptive, got notes %q", n)
 	}
 	if c := condition(t, r, CondNodes); !strings.Contains(c.Reason, "the suites pick kind-worker") || !strings.Contains(c.Reason, "kind-control-plane (taint") {
 		t.Errorf("nodes: %s", c.Reason)
@@ -71,7 +68,7 @@ func TestFaultlineClusterCanCheckEverything(t *testing.T) {
 	if c := condition(t, r, CondPermissions); !strings.Contains(c.Reason, "as kubernetes-admin") {
 		t.Errorf("permissions: %s", c.Reason)
 	}
-	if c := condition(t, r, CondContainerSlowdown); !strings.Contains(c.Reason, "fake NRI plugin") {
+	if c := condition(t, r, needs.ContainerSlowdown); !strings.Contains(c.Reason, "fake NRI plugin") {
 		t.Errorf("containerd's CreateContainer is slowed through NRI: %s", c.Reason)
 	}
 }
@@ -88,16 +85,16 @@ func TestExistingClusterWithoutSlowHandler(t *testing.T) {
 	r := run(t, c)
 
 	for name, want := range map[string]State{
-		CondSlowHandler: Missing, CondPermissions: Missing, CondNRI: Unknown, CondNRIValidator: Unknown,
-		CondGateDRA: Unknown, CondGateDeviceTaints: Unknown, CondRuntimeRequestTimeout: Unknown,
-		CondContainerSlowdown: OK, // CRI-O: runc-slow slows its CreateContainer
-		CondRuntime:           OK, CondDRAAPI: OK, CondPodSecurity: OK,
+		needs.SlowHandler: Missing, CondPermissions: Missing, needs.NRI: Unknown, needs.NRIValidator: Unknown,
+		needs.GateDRA: Unknown, needs.GateDeviceTaints: Unknown, needs.RuntimeRequestTimeout: Unknown,
+		needs.ContainerSlowdown: OK, // CRI-O: runc-slow slows its CreateContainer
+		CondRuntime:             OK, needs.DRAAPI: OK, CondPodSecurity: OK,
 	} {
 		if got := condition(t, r, name); got.State != want {
 			t.Errorf("%s: %s (%s), want %s", name, got.State, got.Reason, want)
 		}
 	}
-	if c := condition(t, r, CondSlowHandler); !strings.Contains(c.Reason, "(default), runc, crun") {
+	if c := condition(t, r, needs.SlowHandler); !strings.Contains(c.Reason, "(default), runc, crun") {
 		t.Errorf("slow-handler must name the handlers the runtime lists: %s", c.Reason)
 	}
 	if c := condition(t, r, CondPermissions); !strings.Contains(c.Reason, "get nodes/proxy") {
@@ -128,7 +125,7 @@ func TestUnknownStatesWithAllPermissions(t *testing.T) {
 	if v := verdict(t, r, "FAULTLINE-CLUSTER-RUNS-PODS"); v.Verdict != CanCheck {
 		t.Errorf("smoke: %s", v.Line())
 	}
-	if c := condition(t, r, CondNRI); !strings.Contains(c.Reason, "not visible from the API") {
+	if c := condition(t, r, needs.NRI); !strings.Contains(c.Reason, "not visible from the API") {
 		t.Errorf("nri: %s", c.Reason)
 	}
 }
@@ -140,16 +137,16 @@ func TestMissingPieces(t *testing.T) {
 	c.apiGates = map[string]bool{"DRADeviceTaints": false}
 	r := run(t, c)
 	for name, want := range map[string]State{
-		CondDRAAPI: Missing, CondFixtures("dra"): Missing, CondGateHealth: Missing, CondGateDeviceTaints: Missing, CondFixtures("cri"): OK,
+		needs.DRAAPI: Missing, needs.Fixtures("dra"): Missing, needs.GateHealth: Missing, needs.GateDeviceTaints: Missing, needs.Fixtures("cri"): OK,
 	} {
 		if got := condition(t, r, name); got.State != want {
 			t.Errorf("%s: %s (%s), want %s", name, got.State, got.Reason, want)
 		}
 	}
-	if c := condition(t, r, CondFixtures("dra")); !strings.Contains(c.Reason, "DeviceClass resource.k8s.io/v1") {
+	if c := condition(t, r, needs.Fixtures("dra")); !strings.Contains(c.Reason, "DeviceClass resource.k8s.io/v1") {
 		t.Errorf("the fixture condition must name the kind not served: %s", c.Reason)
 	}
-	if c := condition(t, r, CondGateHealth); !strings.Contains(c.Reason, "ResourceHealthStatus=false") || !strings.Contains(c.Reason, "ResourceHealthStatusMessage unknown to the kubelet") {
+	if c := condition(t, r, needs.GateHealth); !strings.Contains(c.Reason, "ResourceHealthStatus=false") || !strings.Contains(c.Reason, "ResourceHealthStatusMessage unknown to the kubelet") {
 		t.Errorf("gate-health: %s", c.Reason)
 	}
 	v := verdict(t, r, "DRA-HEALTH-IN-POD-STATUS")
@@ -162,7 +159,7 @@ func TestGAGateGoneFromNewKubelet(t *testing.T) {
 	c := kind()
 	c.kubelet = "v1.40.0"
 	delete(c.kubeletGates, "DynamicResourceAllocation")
-	if got := condition(t, run(t, c), CondGateDRA); got.State != OK || !strings.Contains(got.Reason, "GA") {
+	if got := condition(t, run(t, c), needs.GateDRA); got.State != OK || !strings.Contains(got.Reason, "GA") {
 		t.Errorf("gate-dra: %s (%s)", got.State, got.Reason)
 	}
 }
@@ -172,7 +169,7 @@ func TestRBACEscalationCheck(t *testing.T) {
 	// May create ClusterRoles but holds nothing they grant, nor escalate.
 	c.deny = map[string]bool{"get resource.k8s.io/resourceclaims": true, "escalate rbac.authorization.k8s.io/clusterroles faultline-fake-dra-driver": true}
 	r := run(t, c)
-	got := condition(t, r, CondFixtures("dra"))
+	got := condition(t, r, needs.Fixtures("dra"))
 	if got.State != Missing || !strings.Contains(got.Reason, "escalate rbac.authorization.k8s.io/clusterroles faultline-fake-dra-driver (or hold every permission it grants)") {
 		t.Errorf("fixtures-dra: %s (%s)", got.State, got.Reason)
 	}
@@ -199,7 +196,7 @@ func TestUnknownRuntime(t *testing.T) {
 	if got := condition(t, r, CondRuntime); got.State != Missing || !strings.Contains(got.Reason, "--faultline.runtime") {
 		t.Errorf("runtime: %s (%s)", got.State, got.Reason)
 	}
-	if got := condition(t, r, CondContainerSlowdown); got.State != Unknown {
+	if got := condition(t, r, needs.ContainerSlowdown); got.State != Unknown {
 		t.Errorf("cri-container-slowdown: %s", got.State)
 	}
 }
@@ -209,7 +206,7 @@ func TestUnreachableIsAnError(t *testing.T) {
 	cs.Discovery().(*fakediscovery.FakeDiscovery).PrependReactor("get", "version", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, errors.New("dial tcp 127.0.0.1:6443: connect: connection refused")
 	})
-	if _, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{}}); err == nil || !strings.Contains(err.Error(), "connection refused") {
+	if _, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{}, Specs: testSpecs()}); err == nil || !strings.Contains(err.Error(), "connection refused") {
 		t.Errorf("Run on an unreachable API server: %v", err)
 	}
 }
@@ -239,7 +236,7 @@ func TestExampleText(t *testing.T) {
 func TestNodeSelector(t *testing.T) {
 	c := kind()
 	cs := fakeClient(t, c)
-	r, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{c}, NodeSelector: map[string]string{"faultline.k8s.io/pool": "true"}})
+	r, err := Run(context.Background(), cs, Options{Endpoints: fakeEndpoints{c}, Specs: testSpecs(), NodeSelector: map[string]string{"faultline.k8s.io/pool": "true"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/suites/all"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -36,7 +36,7 @@ func TestCauseLiterals(t *testing.T) {
 	}
 	src := loadSources(t, "cri", "dra", "nri", "harness")
 	named := map[string]map[string]bool{} // requirement => causes its specs can name
-	for _, spec := range ginkgo.PreviewSpecs("faultline").SpecReports {
+	for _, spec := range all.Preview() {
 		if spec.LeafNodeType != types.NodeTypeIt {
 			continue
 		}

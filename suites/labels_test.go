@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/suites/all"
 	"github.com/faultline-k8s/faultline/suites/harness"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
 )
@@ -31,12 +31,8 @@ func TestSpecLabels(t *testing.T) {
 	if harness.HaveCluster() {
 		t.Skip("a unit test: runs without --kubeconfig")
 	}
-	report := ginkgo.PreviewSpecs("faultline")
 	perSuite := map[string]int{}
-	for _, spec := range report.SpecReports {
-		if spec.LeafNodeType != types.NodeTypeIt {
-			continue
-		}
+	for _, spec := range all.Preview() {
 		var got []string
 		for _, l := range spec.Labels() {
 			if strings.HasPrefix(l, suitenames.LabelPrefix) {
@@ -116,7 +112,7 @@ func TestSpecRequirements(t *testing.T) {
 		t.Skip("a unit test: runs without --kubeconfig")
 	}
 	checked := map[string]int{}
-	for _, spec := range ginkgo.PreviewSpecs("faultline").SpecReports {
+	for _, spec := range all.Preview() {
 		if spec.LeafNodeType != types.NodeTypeIt {
 			continue
 		}

@@ -18,12 +18,8 @@ import (
 	"github.com/onsi/gomega"
 	"k8s.io/kubernetes/test/e2e/framework"
 
+	"github.com/faultline-k8s/faultline/suites/all"
 	"github.com/faultline-k8s/faultline/suites/harness"
-
-	// The suites: their specs register on import.
-	_ "github.com/faultline-k8s/faultline/suites/cri"
-	_ "github.com/faultline-k8s/faultline/suites/dra"
-	_ "github.com/faultline-k8s/faultline/suites/nri"
 )
 
 func TestMain(m *testing.M) { harness.Main(m) }
@@ -32,5 +28,5 @@ func TestMain(m *testing.M) { harness.Main(m) }
 func TestE2E(t *testing.T) {
 	harness.SkipWithoutCluster(t)
 	gomega.RegisterFailHandler(framework.Fail)
-	ginkgo.RunSpecs(t, "faultline")
+	ginkgo.RunSpecs(t, all.Description)
 }

@@ -96,9 +96,9 @@ func ValidateName(name string) error {
 // Settings are what one run chooses on top of the checked-in config.
 type Settings struct {
 	Name string
-	// Runtime is a runtime vocab/runtimes knows, by name or alias ("": its
-	// default).
-	Runtime   string
+	// Runtime is the nodes' runtime (required: the node image decides it,
+	// so there is no default to fall back on).
+	Runtime   runtimes.Runtime
 	NodeImage string
 	// RuntimeRequestTimeout is the kubelet's runtimeRequestTimeout: how long it
 	// waits for a CRI call (RunPodSandbox gets twice that). 0 means
@@ -130,15 +130,14 @@ type Settings struct {
 	Retain bool
 }
 
-// Resolve looks the runtime up (an alias becomes its name) and fills every
-// unset timeout with its default from vocab/facts.
-func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
-	rt, err := runtimes.Lookup(s.Runtime)
-	if err != nil {
-		return s, rt, err
+// Resolve checks the settings and fills every unset timeout with its
+// default from vocab/facts.
+func (s Settings) Resolve() (Settings, error) {
+	if s.Runtime.Name == "" {
+		return s, fmt.Errorf("cluster %q: no runtime given", s.Name)
 	}
 	if s.Workers < 0 || s.Workers > MaxWorkers {
-		return s, rt, fmt.Errorf("workers %d: want 0 to %d", s.Workers, MaxWorkers)
+		return s, fmt.Errorf("workers %d: want 0 to %d", s.Workers, MaxWorkers)
 	}
 	for _, t := range []struct {
 		name string
@@ -149,37 +148,34 @@ func (s Settings) Resolve() (Settings, runtimes.Runtime, error) {
 		{"NRI registration timeout", s.NRIRegistrationTimeout},
 	} {
 		if err := CheckTimeout(t.d); err != nil {
-			return s, rt, fmt.Errorf("%s %w", t.name, err)
+			return s, fmt.Errorf("%s %w", t.name, err)
 		}
 	}
 	f := s.FactSettings()
-	s.Runtime = rt.Name
 	s.RuntimeRequestTimeout, s.NRIRequestTimeout, s.NRIRegistrationTimeout = f.RuntimeRequestTimeout, f.NRIRequestTimeout, f.NRIRegistrationTimeout
-	return s, rt, nil
+	return s, nil
 }
 
 // FactSettings are the facts (vocab/facts) a cluster of these settings
-// has: what Create records and Reuse checks.
+// has: what Create records and Reuse checks. The facts name the runtime as
+// text: they are stored in the cluster.
 func (s Settings) FactSettings() facts.Settings {
-	f := facts.Settings{
-		Runtime: s.Runtime, NodeImage: s.NodeImage, RuntimeRequestTimeout: s.RuntimeRequestTimeout,
+	return facts.Settings{
+		Runtime: s.Runtime.Name, NodeImage: s.NodeImage, RuntimeRequestTimeout: s.RuntimeRequestTimeout,
 		NRIRequestTimeout: s.NRIRequestTimeout, NRIRegistrationTimeout: s.NRIRegistrationTimeout,
 		FeatureGates: s.FeatureGates,
 	}.WithDefaults()
-	if rt, err := runtimes.Lookup(f.Runtime); err == nil {
-		f.Runtime = rt.Name
-	}
-	return f
 }
 
 // Config renders the kind cluster config for these settings: the runtime's
 // checked-in config (vocab/runtimes KindConfig), the kubelet's settings,
 // and the runtime's run config with the NRI timeouts.
 func Config(s Settings) (*v1alpha4.Cluster, error) {
-	s, rt, err := s.Resolve()
+	s, err := s.Resolve()
 	if err != nil {
 		return nil, err
 	}
+	rt := s.Runtime
 	raw, err := configs.ReadFile(path.Join("configs", rt.KindConfig))
 	if err != nil {
 		return nil, fmt.Errorf("runtime %s: its kind config: %w", rt.Name, err)
@@ -196,7 +192,7 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	}
 	maps.Copy(cfg.FeatureGates, s.FeatureGates)
 	cfg.KubeadmConfigPatches = append(cfg.KubeadmConfigPatches, kubeletPatch(s))
-	run, err := runConfig(s, rt)
+	run, err := runConfig(s)
 	if err != nil {
 		return nil, err
 	}
@@ -234,7 +230,8 @@ func kubeletPatch(s Settings) string {
 }
 
 // runConfig renders the runtime's run config (s resolved).
-func runConfig(s Settings, rt runtimes.Runtime) (string, error) {
+func runConfig(s Settings) (string, error) {
+	rt := s.Runtime
 	raw, err := configs.ReadFile(path.Join("configs", rt.RunConfig))
 	if err != nil {
 		return "", fmt.Errorf("runtime %s: its run config: %w", rt.Name, err)
@@ -314,7 +311,7 @@ func provider() *cluster.Provider {
 // (up to wait from the start) for its nodes and system pods to be Ready, and
 // records its facts (vocab/facts) in it.
 func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Duration) error {
-	s, rt, err := s.Resolve()
+	s, err := s.Resolve()
 	if err != nil {
 		return err
 	}
@@ -329,12 +326,12 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	if err != nil {
 		return err
 	}
-	if rt.RunConfigPath != "" {
-		content, err := runConfig(s, rt)
+	if s.Runtime.RunConfigPath != "" {
+		content, err := runConfig(s)
 		if err != nil {
 			return err
 		}
-		path, err := runConfigPath(s.Name, rt)
+		path, err := runConfigPath(s.Name, s.Runtime)
 		if err != nil {
 			return err
 		}
@@ -376,7 +373,7 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 	if err := routePodNetworks(ctx, cs, s.Name, deadline); err != nil {
 		return fmt.Errorf("cluster %q: pod network across nodes: %w", s.Name, err)
 	}
-	if _, err := recordFacts(ctx, cs, s, rt); err != nil {
+	if _, err := recordFacts(ctx, cs, s); err != nil {
 		return fmt.Errorf("cluster %q: %w", s.Name, err)
 	}
 	return nil
@@ -386,7 +383,8 @@ func Create(ctx context.Context, s Settings, kubeconfigPath string, wait time.Du
 // configured with, and the versions its nodes report. It fails when the nodes
 // contradict the settings (a node image of another runtime, a kubelet that did
 // not take its runtimeRequestTimeout), so the facts are never false.
-func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings, rt runtimes.Runtime) (facts.Facts, error) {
+func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (facts.Facts, error) {
+	rt := s.Runtime
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	seen, err := facts.FromNodes(ctx, cs)
@@ -422,7 +420,7 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings, rt ru
 // faultline did not make the cluster (it has no facts) or made it with other
 // settings than s asks for (each difference named), or when it is not Ready.
 func Reuse(ctx context.Context, s Settings, kubeconfigPath string) (facts.Facts, error) {
-	s, _, err := s.Resolve()
+	s, err := s.Resolve()
 	if err != nil {
 		return facts.Facts{}, err
 	}

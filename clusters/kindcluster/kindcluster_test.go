@@ -18,9 +18,12 @@ import (
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
+// The runtimes the tests make clusters of: the CLI looks them up once, by name.
+var containerd, crio = runtimes.MustLookup("containerd"), runtimes.MustLookup("crio")
+
 func TestConfigAddsRunSettings(t *testing.T) {
 	cfg, err := Config(Settings{
-		Name: "x", NodeImage: "faultline/node:test", CgroupV1: true,
+		Name: "x", Runtime: containerd, NodeImage: "faultline/node:test", CgroupV1: true,
 		RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 3 * time.Second,
 	})
 	if err != nil {
@@ -59,7 +62,7 @@ func TestConfigAddsRunSettings(t *testing.T) {
 // Unset settings are the defaults of vocab/facts, written out: the cluster
 // then has what the suites assume.
 func TestConfigWritesDefaults(t *testing.T) {
-	cfg, err := Config(Settings{NodeImage: "img"})
+	cfg, err := Config(Settings{Runtime: containerd, NodeImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +87,7 @@ func TestConfigWritesDefaults(t *testing.T) {
 // TestConfigWorkersAndGates: workers get the same node image and mounts as
 // the control plane; gates join the runtime config's own.
 func TestConfigWorkersAndGates(t *testing.T) {
-	for _, rt := range []string{"containerd", "crio"} {
+	for _, rt := range []runtimes.Runtime{containerd, crio} {
 		cfg, err := Config(Settings{Name: "x", Runtime: rt, NodeImage: "img", Workers: 2, FeatureGates: map[string]bool{"DRAHandlePermanentDriverFailures": true}})
 		if err != nil {
 			t.Fatal(err)
@@ -101,66 +104,68 @@ func TestConfigWorkersAndGates(t *testing.T) {
 			t.Errorf("%s: feature gates %v", rt, cfg.FeatureGates)
 		}
 	}
-	if _, err := Config(Settings{Name: "x", Workers: -1}); err == nil {
+	if _, err := Config(Settings{Name: "x", Runtime: containerd, Workers: -1}); err == nil {
 		t.Error("negative workers accepted")
 	}
 }
 
+// Unknown runtime names are the CLI's to refuse (runtimes.Lookup); here a
+// missing runtime, or one vocab/runtimes does not describe, is refused.
 func TestConfigRejectsUnknownRuntime(t *testing.T) {
-	_, err := Config(Settings{Runtime: "rkt"})
-	if err == nil || !strings.Contains(err.Error(), `unknown runtime "rkt"`) || !strings.Contains(err.Error(), "containerd, crio") {
-		t.Fatalf("err = %v", err)
+	if _, err := Config(Settings{Name: "x"}); err == nil || !strings.Contains(err.Error(), "no runtime") {
+		t.Fatalf("no runtime: err = %v", err)
 	}
-	if _, err := Config(Settings{RuntimeRequestTimeout: -time.Second}); err == nil {
+	if _, err := Config(Settings{Runtime: runtimes.Runtime{Name: "rkt"}}); err == nil || !strings.Contains(err.Error(), "runtime rkt") {
+		t.Fatalf("rkt: err = %v", err)
+	}
+	if _, err := Config(Settings{Runtime: containerd, RuntimeRequestTimeout: -time.Second}); err == nil {
 		t.Fatal("a negative timeout is accepted")
 	}
 }
 
 func TestConfigCRIO(t *testing.T) {
-	for _, name := range []string{"crio", "cri-o", "CRI-O"} {
-		cfg, err := Config(Settings{
-			Name: "x", Runtime: name, NodeImage: "faultline/node-crio:test", CgroupV1: true,
-			RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 2 * time.Second,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "faultline/node-crio:test" {
-			t.Fatalf("nodes = %+v", cfg.Nodes)
-		}
-		if !cfg.Networking.DisableDefaultCNI || cfg.Networking.KubeProxyMode != "iptables" || !cfg.FeatureGates["DRADeviceTaintRules"] {
-			t.Fatalf("crio config differs from containerd's: %+v %v", cfg.Networking, cfg.FeatureGates)
-		}
-		patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
-		for _, want := range []string{
-			"kind: InitConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
-			"kind: JoinConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
-			"containerRuntimeEndpoint: unix:///var/run/crio/crio.sock",
-			"failCgroupV1: false", "runtimeRequestTimeout: 20s",
-		} {
-			if !strings.Contains(patches, want) {
-				t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
-			}
-		}
-		// kind would read /etc/containerd/config.toml for these, which a crio node lacks.
-		if len(cfg.ContainerdConfigPatches) != 0 {
-			t.Errorf("crio config has containerd patches: %v", cfg.ContainerdConfigPatches)
-		}
-		// The NRI timeouts reach CRI-O as a drop-in mounted into the node.
-		mounts := cfg.Nodes[0].ExtraMounts
-		hostPath, err := runConfigPath("x", runtimes.MustLookup("crio"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != hostPath {
-			t.Errorf("mounts = %+v", mounts)
-		}
-	}
-	s, rt, err := Settings{Runtime: "crio", NRIRequestTimeout: 3 * time.Second}.Resolve()
+	cfg, err := Config(Settings{
+		Name: "x", Runtime: crio, NodeImage: "faultline/node-crio:test", CgroupV1: true,
+		RuntimeRequestTimeout: 20 * time.Second, NRIRequestTimeout: 2 * time.Second,
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := runConfig(s, rt)
+	if len(cfg.Nodes) != 1 || cfg.Nodes[0].Image != "faultline/node-crio:test" {
+		t.Fatalf("nodes = %+v", cfg.Nodes)
+	}
+	if !cfg.Networking.DisableDefaultCNI || cfg.Networking.KubeProxyMode != "iptables" || !cfg.FeatureGates["DRADeviceTaintRules"] {
+		t.Fatalf("crio config differs from containerd's: %+v %v", cfg.Networking, cfg.FeatureGates)
+	}
+	patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
+	for _, want := range []string{
+		"kind: InitConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
+		"kind: JoinConfiguration\nnodeRegistration:\n  criSocket: unix:///var/run/crio/crio.sock",
+		"containerRuntimeEndpoint: unix:///var/run/crio/crio.sock",
+		"failCgroupV1: false", "runtimeRequestTimeout: 20s",
+	} {
+		if !strings.Contains(patches, want) {
+			t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
+		}
+	}
+	// kind would read /etc/containerd/config.toml for these, which a crio node lacks.
+	if len(cfg.ContainerdConfigPatches) != 0 {
+		t.Errorf("crio config has containerd patches: %v", cfg.ContainerdConfigPatches)
+	}
+	// The NRI timeouts reach CRI-O as a drop-in mounted into the node.
+	mounts := cfg.Nodes[0].ExtraMounts
+	hostPath, err := runConfigPath("x", crio)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mounts) != 1 || mounts[0].ContainerPath != "/etc/crio/crio.conf.d/20-faultline-run.conf" || mounts[0].HostPath != hostPath {
+		t.Errorf("mounts = %+v", mounts)
+	}
+	s, err := Settings{Runtime: crio, NRIRequestTimeout: 3 * time.Second}.Resolve()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := runConfig(s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +173,7 @@ func TestConfigCRIO(t *testing.T) {
 		t.Errorf("crio drop-in = %q, want %q", got, want)
 	}
 	// Without settings the drop-in still carries the defaults, so the facts hold.
-	plain, err := Config(Settings{Name: "x", Runtime: "crio", NodeImage: "img"})
+	plain, err := Config(Settings{Name: "x", Runtime: crio, NodeImage: "img"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +200,7 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 			if err := yaml.UnmarshalStrict(raw, &checked); err != nil {
 				t.Fatalf("%s: %v", rt.KindConfig, err)
 			}
-			cfg, err := Config(Settings{Name: "x", Runtime: rt.Name, NodeImage: "img"})
+			cfg, err := Config(Settings{Name: "x", Runtime: rt, NodeImage: "img"})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,11 +214,11 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 			} else if rt.CRISocket != kindDefaultSocket {
 				t.Errorf("%s sets no criSocket, so kind's default %s, but the runtime serves %s", rt.KindConfig, kindDefaultSocket, rt.CRISocket)
 			}
-			s, _, err := Settings{Runtime: rt.Name, NRIRequestTimeout: 7 * time.Second, NRIRegistrationTimeout: 9 * time.Second}.Resolve()
+			s, err := Settings{Runtime: rt, NRIRequestTimeout: 7 * time.Second, NRIRegistrationTimeout: 9 * time.Second}.Resolve()
 			if err != nil {
 				t.Fatal(err)
 			}
-			run, err := runConfig(s, rt)
+			run, err := runConfig(s)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -242,7 +247,7 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 }
 
 func TestFactSettings(t *testing.T) {
-	got := Settings{Runtime: "cri-o", NodeImage: "img", NRIRequestTimeout: time.Second}.FactSettings()
+	got := Settings{Runtime: crio, NodeImage: "img", NRIRequestTimeout: time.Second}.FactSettings()
 	want := facts.Settings{Runtime: "crio", NodeImage: "img", RuntimeRequestTimeout: facts.DefaultRuntimeRequestTimeout,
 		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: facts.DefaultNRIRegistrationTimeout}
 	if !reflect.DeepEqual(got, want) {
@@ -257,12 +262,12 @@ func node(name, runtime string) *v1.Node {
 
 func TestRecordAndCheckFacts(t *testing.T) {
 	ctx := context.Background()
-	s, rt, err := Settings{Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:k"}.Resolve()
+	s, err := Settings{Name: "x", Runtime: crio, NodeImage: "faultline/node-crio:k"}.Resolve()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cs := fake.NewClientset(node("x-control-plane", "cri-o://1.36.2"))
-	recorded, err := recordFacts(ctx, cs, s, rt)
+	recorded, err := recordFacts(ctx, cs, s)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -274,16 +279,16 @@ func TestRecordAndCheckFacts(t *testing.T) {
 		t.Fatalf("recorded %+v\nwant %+v", recorded, want)
 	}
 	// The same settings, unresolved, match.
-	if f, err := checkFacts(ctx, cs, Settings{Name: "x", Runtime: "cri-o", NodeImage: "faultline/node-crio:k"}); err != nil || !reflect.DeepEqual(f, want) {
+	if f, err := checkFacts(ctx, cs, Settings{Name: "x", Runtime: crio, NodeImage: "faultline/node-crio:k"}); err != nil || !reflect.DeepEqual(f, want) {
 		t.Fatalf("checkFacts = %+v, %v", f, err)
 	}
-	_, err = checkFacts(ctx, cs, Settings{Name: "x", Runtime: "crio", NodeImage: "faultline/node-crio:other", RuntimeRequestTimeout: 10 * time.Second})
+	_, err = checkFacts(ctx, cs, Settings{Name: "x", Runtime: crio, NodeImage: "faultline/node-crio:other", RuntimeRequestTimeout: 10 * time.Second})
 	if err == nil || !strings.Contains(err.Error(), "node image:") || !strings.Contains(err.Error(), "runtime-request-timeout: the cluster has 30s, the run asks for 10s") {
 		t.Fatalf("mismatch err = %v", err)
 	}
 	// A node image of the wrong runtime is caught before any fact is written.
 	other := fake.NewClientset(node("y-control-plane", "containerd://v2.4.2"))
-	if _, err := recordFacts(ctx, other, s, rt); err == nil || !strings.Contains(err.Error(), "nodes run containerd, not crio") {
+	if _, err := recordFacts(ctx, other, s); err == nil || !strings.Contains(err.Error(), "nodes run containerd, not crio") {
 		t.Fatalf("err = %v", err)
 	}
 	// A cluster without facts was not made by faultline.

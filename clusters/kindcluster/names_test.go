@@ -45,7 +45,7 @@ func TestCheckTimeout(t *testing.T) {
 			t.Errorf("%s is accepted", d)
 		}
 	}
-	if _, _, err := (Settings{NRIRequestTimeout: 3 * time.Nanosecond}).Resolve(); err == nil {
+	if _, err := (Settings{Runtime: containerd, NRIRequestTimeout: 3 * time.Nanosecond}).Resolve(); err == nil {
 		t.Error("Resolve accepts an NRI request timeout of 3ns")
 	}
 }
@@ -116,10 +116,10 @@ func TestDeleteRefusesNamesOutsideItsState(t *testing.T) {
 	if calls, err := os.ReadFile(dockerLog); err == nil {
 		t.Errorf("docker was called for names that were refused:\n%s", calls)
 	}
-	if err := Create(context.Background(), Settings{Name: "../x", NodeImage: "img"}, filepath.Join(root, "kubeconfig"), time.Second); err == nil {
+	if err := Create(context.Background(), Settings{Name: "../x", Runtime: containerd, NodeImage: "img"}, filepath.Join(root, "kubeconfig"), time.Second); err == nil {
 		t.Error("Create accepts ../x")
 	}
-	if err := Create(context.Background(), Settings{Name: "x", NodeImage: "img"}, "", time.Second); err == nil {
+	if err := Create(context.Background(), Settings{Name: "x", Runtime: containerd, NodeImage: "img"}, "", time.Second); err == nil {
 		t.Error("Create accepts no kubeconfig path (kind would write the user's own)")
 	}
 	if err := WriteKubeconfig("x", ""); err == nil {

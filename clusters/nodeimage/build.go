@@ -22,9 +22,9 @@ import (
 type Options struct {
 	Pins     versions.Pins
 	Sources  Sources
-	Runtime  string // a runtime vocab/runtimes knows ("": its default)
-	CacheDir string // binaries, throwaway modules and logs live here
-	RepoRoot string // faultline's checkout, for the binaries it builds itself (pause)
+	Runtime  runtimes.Runtime // the node's runtime (required)
+	CacheDir string           // binaries, throwaway modules and logs live here
+	RepoRoot string           // faultline's checkout, for the binaries it builds itself (pause)
 	// DebianMirror for debootstrap; empty means the one apt uses on this host.
 	DebianMirror string
 	Force        bool // rebuild even what is cached
@@ -46,11 +46,9 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if opts.CacheDir == "" {
 		return nil, fmt.Errorf("no cache directory given")
 	}
-	rt, err := runtimes.Lookup(opts.Runtime)
-	if err != nil {
-		return nil, err
+	if opts.Runtime.Name == "" {
+		return nil, fmt.Errorf("no runtime given")
 	}
-	opts.Runtime = rt.Name
 	if _, err := RuntimeComponents(opts.Runtime, opts.Pins, opts.Sources); err != nil {
 		return nil, err
 	}
@@ -82,10 +80,7 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 
 // Plan decides what to build and what to reuse, without building anything.
 func (b *Builder) Plan(ctx context.Context) (Plan, error) {
-	rt, err := b.runtime()
-	if err != nil {
-		return Plan{}, err
-	}
+	rt := b.Runtime
 	var plan Plan
 	keys := map[string]string{}
 	// The base first: debootstrap waits on the network while nothing else runs.
@@ -94,7 +89,7 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	keys["base"] = baseKey
 	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepBaseImage, Name: "base", Key: baseKey,
 		Output: "faultline/base:" + b.Pins.Get("DEBIAN_SUITE") + "-" + baseKey}))
-	components, err := RuntimeComponents(rt.Name, b.Pins, b.Sources)
+	components, err := RuntimeComponents(rt, b.Pins, b.Sources)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -187,7 +182,7 @@ type localCommand struct {
 // a runtime names them (runtimes.Runtime.NodeCommands).
 var localCommands = map[string]localCommand{
 	"runc-slow":     {KeyLabel: "slow-runtime", Dirs: []string{"fakes/runcslow/cmd/runc-slow", "fakes/runcslow/ociruntime", "fakes/lib/textcap"}},
-	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"clusters/nodeimage/cmd/runc-restrict", "clusters/engine/capfilter"}},
+	"runc-restrict": {KeyLabel: "restrict", Dirs: []string{"clusters/nodeimage/cmd/runc-restrict", "clusters/engine/capfilter", "fakes/runcslow/ociruntime", "fakes/lib/textcap"}},
 }
 
 // localCommandKey hashes the code of a local command.
@@ -205,11 +200,6 @@ func (b *Builder) localCommandKey(name string) (label, key string, err error) {
 		keys = append(keys, k)
 	}
 	return c.KeyLabel, strings.Join(keys, "+"), nil
-}
-
-// runtime is the node's runtime, as vocab/runtimes describes it.
-func (b *Builder) runtime() (runtimes.Runtime, error) {
-	return runtimes.Lookup(b.Runtime)
 }
 
 // pinsFor leaves out the other runtimes' version pins, so that bumping CRI-O
@@ -256,13 +246,10 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 	}
 	fmt.Fprintf(b.Log, "node image plan:\n")
 	plan.Print(b.Log)
-	rt, err := b.runtime()
-	if err != nil {
-		return "", err
-	}
+	rt := b.Runtime
 	bins := map[string]string{}
 	components := map[string]GoComponent{}
-	all, err := RuntimeComponents(rt.Name, b.Pins, b.Sources)
+	all, err := RuntimeComponents(rt, b.Pins, b.Sources)
 	if err != nil {
 		return "", err
 	}

@@ -81,13 +81,8 @@ var runtimeRecipes = map[string]func(versions.Pins, Sources) GoComponent{
 }
 
 // RuntimeComponents returns the Go components a node image of that runtime
-// (a name or alias vocab/runtimes knows) needs: the runtime's own, then
-// etcd, CoreDNS and Kubernetes.
-func RuntimeComponents(runtime string, pins versions.Pins, src Sources) ([]GoComponent, error) {
-	rt, err := runtimes.Lookup(runtime)
-	if err != nil {
-		return nil, err
-	}
+// needs: the runtime's own, then etcd, CoreDNS and Kubernetes.
+func RuntimeComponents(rt runtimes.Runtime, pins versions.Pins, src Sources) ([]GoComponent, error) {
 	recipe, ok := runtimeRecipes[rt.Name]
 	if !ok {
 		return nil, fmt.Errorf("runtime %s has no build recipe in clusters/nodeimage (runtimeRecipes)", rt.Name)

@@ -17,10 +17,7 @@ func (b *Builder) RuntimeModuleVersion(ctx context.Context, module string) (stri
 	if err != nil {
 		return "", err
 	}
-	rt, err := b.runtime()
-	if err != nil {
-		return "", err
-	}
+	rt := b.Runtime
 	for _, s := range plan.Steps {
 		if s.Kind != StepGoBinaries || s.Name != rt.Name {
 			continue

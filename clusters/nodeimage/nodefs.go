@@ -17,7 +17,7 @@ import (
 
 // nodeFiles is the part of the node's filesystem faultline owns: systemd units,
 // the containerd config, the CNI config and the entrypoint. Files ending in .tmpl
-// are rendered with nodeFileValues.
+// are rendered with nodeFileValues and templateFuncs (nodesetup's handler).
 //
 //go:embed all:nodefs
 var nodeFiles embed.FS
@@ -37,17 +37,7 @@ type nodeFileValues struct {
 
 // runtimeFilesKey hashes a runtime's own node files (runtimes/<dir>).
 func runtimeFilesKey(dir string) (string, error) {
-	parts := map[string]string{}
-	root := path.Join("runtimes", dir)
-	err := fs.WalkDir(runtimeFiles, root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		data, err := runtimeFiles.ReadFile(p)
-		parts[p] = string(data)
-		return err
-	})
-	return hashKey(parts), err
+	return filesKey(runtimeFiles, path.Join("runtimes", dir))
 }
 
 // extraFile is a file the builder adds beside nodeFiles.
@@ -61,12 +51,26 @@ type extraFile struct {
 
 // nodeFilesKey hashes the embedded files, so any edit rebuilds the node image.
 func nodeFilesKey() (string, error) {
+	return filesKey(nodeFiles, "nodefs")
+}
+
+// keyPauseImage stands in for the pause image when a template is rendered
+// for the key: the pins key the real one.
+const keyPauseImage = "pause-image-of-the-pins"
+
+// filesKey hashes the files under root as the node gets them: a template
+// rendered, so that what it takes from elsewhere (nodesetup's handler) keys
+// the image too.
+func filesKey(files embed.FS, root string) (string, error) {
 	parts := map[string]string{}
-	err := fs.WalkDir(nodeFiles, "nodefs", func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(files, root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
-		data, err := nodeFiles.ReadFile(p)
+		data, err := files.ReadFile(p)
+		if err == nil && strings.HasSuffix(p, ".tmpl") {
+			data, err = render(p, data, nodeFileValues{PauseImage: keyPauseImage})
+		}
 		parts[p] = string(data)
 		return err
 	})
@@ -175,7 +179,7 @@ func writeTarFile(tw *tar.Writer, f extraFile) error {
 
 // render fills a node file's template.
 func render(name string, data []byte, values nodeFileValues) ([]byte, error) {
-	tmpl, err := template.New(name).Option("missingkey=error").Parse(string(data))
+	tmpl, err := template.New(name).Option("missingkey=error").Funcs(templateFuncs).Parse(string(data))
 	if err != nil {
 		return nil, err
 	}

@@ -27,8 +27,11 @@ type fakeCache map[string]bool
 func (c fakeCache) HasDir(path string) bool  { return c[path] }
 func (c fakeCache) HasImage(ref string) bool { return c[ref] }
 
+// The runtimes the tests build for: the CLI looks them up once, by name.
+var containerdRuntime, crioRuntime = runtimes.MustLookup("containerd"), runtimes.MustLookup("crio")
+
 func testBuilder(cache fakeCache, mutate func(*Options)) *Builder {
-	opts := Options{Pins: versions.Default(), CacheDir: "/cache", RepoRoot: "../.."}
+	opts := Options{Pins: versions.Default(), Runtime: containerdRuntime, CacheDir: "/cache", RepoRoot: "../.."}
 	if mutate != nil {
 		mutate(&opts)
 	}
@@ -104,14 +107,14 @@ func TestNRIVersionRebuildsOnlyTheRuntime(t *testing.T) {
 	if first.NodeImage() == second.NodeImage() {
 		t.Fatal("another NRI must change the node image tag")
 	}
-	components, err := RuntimeComponents("containerd", versions.Default(), Sources{NRI: "v0.12.5"})
+	components, err := RuntimeComponents(containerdRuntime, versions.Default(), Sources{NRI: "v0.12.5"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if r := components[0].Replaces; len(r) != 1 || r[0].String() != NRIModule+" => "+NRIModule+" v0.12.5" {
 		t.Errorf("containerd's replaces %v", r)
 	}
-	if _, err := NewBuilder(context.Background(), Options{Runtime: "containerd", Pins: versions.Default(), CacheDir: t.TempDir(), Sources: Sources{NRI: "latest"}}); err == nil {
+	if _, err := NewBuilder(context.Background(), Options{Runtime: containerdRuntime, Pins: versions.Default(), CacheDir: t.TempDir(), Sources: Sources{NRI: "latest"}}); err == nil {
 		t.Error("--nri-version latest must be refused")
 	}
 }
@@ -148,7 +151,7 @@ func TestKubernetesPatchesAreKeyedByContent(t *testing.T) {
 		"missing":         {KubernetesPatches: []string{filepath.Join(dir, "absent.patch")}},
 		"with a checkout": {KubernetesPatches: []string{one}, Kubernetes: dir},
 	} {
-		if _, err := NewBuilder(context.Background(), Options{Runtime: "containerd", Pins: versions.Default(), CacheDir: t.TempDir(), Sources: src}); err == nil {
+		if _, err := NewBuilder(context.Background(), Options{Runtime: containerdRuntime, Pins: versions.Default(), CacheDir: t.TempDir(), Sources: src}); err == nil {
 			t.Errorf("%s: NewBuilder accepted it", name)
 		}
 	}
@@ -244,7 +247,7 @@ func withPins(change map[string]string) func(*Options) {
 	}
 }
 
-func crio(o *Options) { o.Runtime = "crio" }
+func crio(o *Options) { o.Runtime = crioRuntime }
 
 func both(fs ...func(*Options)) func(*Options) {
 	return func(o *Options) {
@@ -255,13 +258,12 @@ func both(fs ...func(*Options)) func(*Options) {
 }
 
 // The containerd node image is cached: adding the CRI-O variant (its pin, its
-// files, its runtime option) must not change its key.
+// files) must not change its key.
 func TestContainerdNodeKeyIgnoresCRIO(t *testing.T) {
 	withoutPin := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": ""})))
 	current := mustPlan(t, testBuilder(fakeCache{}, nil))
-	explicit := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = "containerd" }))
 	bumped := mustPlan(t, testBuilder(fakeCache{}, withPins(map[string]string{"CRIO_VERSION": "v1.99.0"})))
-	for _, p := range []Plan{current, explicit, bumped} {
+	for _, p := range []Plan{current, bumped} {
 		if !reflect.DeepEqual(p.Steps, withoutPin.Steps) {
 			t.Fatalf("containerd plan depends on CRI-O:\n%+v\nwant\n%+v", p.Steps, withoutPin.Steps)
 		}
@@ -296,7 +298,7 @@ func TestCRIOPlan(t *testing.T) {
 }
 
 func TestCRIOComponent(t *testing.T) {
-	components, err := RuntimeComponents("crio", versions.Default(), Sources{})
+	components, err := RuntimeComponents(crioRuntime, versions.Default(), Sources{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,14 +318,14 @@ func TestCRIOComponent(t *testing.T) {
 			t.Errorf("replaces lack %q: %v", want, replaces)
 		}
 	}
-	if _, err := RuntimeComponents("rkt", versions.Default(), Sources{}); err == nil {
-		t.Error("unknown runtime accepted")
+	if _, err := RuntimeComponents(runtimes.Runtime{Name: "rkt"}, versions.Default(), Sources{}); err == nil {
+		t.Error("a runtime without a recipe accepted")
 	}
 }
 
 func TestCRIONodeFilesRender(t *testing.T) {
 	var buf strings.Builder
-	err := writeRuntimeNodeFilesTar(&buf, runtimes.MustLookup("crio"), nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil)
+	err := writeRuntimeNodeFilesTar(&buf, crioRuntime, nodeFileValues{PauseImage: "registry.k8s.io/pause:3.10.2"}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +356,7 @@ func TestEveryRuntimeHasARecipe(t *testing.T) {
 	images := map[string]string{}
 	for _, rt := range runtimes.All() {
 		t.Run(rt.Name, func(t *testing.T) {
-			components, err := RuntimeComponents(rt.Name, versions.Default(), Sources{})
+			components, err := RuntimeComponents(rt, versions.Default(), Sources{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -364,16 +366,11 @@ func TestEveryRuntimeHasARecipe(t *testing.T) {
 			if _, ok := versions.Default()[rt.VersionPin]; !ok {
 				t.Errorf("VersionPin %q is not in versions.env", rt.VersionPin)
 			}
-			p := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = rt.Name }))
+			p := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = rt }))
 			if other, ok := images[p.NodeImage()]; ok {
 				t.Errorf("%s and %s plan the same node image %s", rt.Name, other, p.NodeImage())
 			}
 			images[p.NodeImage()] = rt.Name
-			for _, alias := range rt.Aliases {
-				if a := mustPlan(t, testBuilder(fakeCache{}, func(o *Options) { o.Runtime = alias })); !reflect.DeepEqual(a.Steps, p.Steps) {
-					t.Errorf("alias %s plans differently from %s", alias, rt.Name)
-				}
-			}
 			if rt.Images != runtimes.ImagesThroughKind && rt.Images != runtimes.ImagesThroughSkopeo {
 				t.Errorf("Images = %q", rt.Images)
 			}
@@ -490,5 +487,12 @@ func TestBuildWaitsForTheCacheLock(t *testing.T) {
 	}
 	if strings.Contains(log.String(), "plan") {
 		t.Fatalf("planned while another process holds the cache:\n%s", log.String())
+	}
+}
+
+// The runtime decides the whole node image: a builder without one is refused.
+func TestNewBuilderWantsARuntime(t *testing.T) {
+	if _, err := NewBuilder(context.Background(), Options{Pins: versions.Default(), CacheDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no runtime") {
+		t.Errorf("err = %v, want no runtime given", err)
 	}
 }

@@ -50,7 +50,7 @@ func init() {
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var s kindcluster.Settings
 			fs.StringVar(&s.Name, "name", "faultline", "cluster name")
-			fs.StringVar(&s.Runtime, "runtime", runtimes.Default, "container runtime of the nodes: "+runtimeFlagChoices())
+			runtime := fs.String("runtime", runtimes.Default, "container runtime of the nodes: "+runtimeFlagChoices())
 			fs.StringVar(&s.NodeImage, "node-image", "", "node image (from build-node-image, or a prebuilt kind node image)")
 			fs.DurationVar(&s.RuntimeRequestTimeout, "runtime-request-timeout", 0,
 				fmt.Sprintf("kubelet runtimeRequestTimeout (0: %s)", facts.DefaultRuntimeRequestTimeout))
@@ -72,9 +72,11 @@ func init() {
 				if err := checkName(s.Name); err != nil {
 					return err
 				}
-				if _, err := runtimes.Lookup(s.Runtime); err != nil {
+				rt, err := runtimes.Lookup(*runtime)
+				if err != nil {
 					return usageError{fmt.Errorf("--runtime: %w", err)}
 				}
+				s.Runtime = rt
 				for flag, d := range map[string]time.Duration{
 					"--runtime-request-timeout":  s.RuntimeRequestTimeout,
 					"--nri-request-timeout":      s.NRIRequestTimeout,

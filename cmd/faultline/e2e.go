@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/faultline-k8s/faultline/clusters/engine"
-	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
@@ -60,9 +58,9 @@ func init() {
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {
-					return usageError{err}
+					return usageError{fmt.Errorf("--runtime: %w", err)}
 				}
-				// Empty elements are kept for Validate to refuse: a stray comma
+				// Empty elements are kept for the run to refuse: a stray comma
 				// must not silently be the default release.
 				o.KubernetesVersions = splitKeepEmpty(kubes)
 				o.KubernetesPatches = patches
@@ -76,7 +74,7 @@ func init() {
 					return usageError{fmt.Errorf("--repeat wants a positive number, got %d", o.Repeat)}
 				}
 				if o.ClusterName == "" {
-					// Validate would take the zero value for the default name.
+					// The run's defaults would take the zero value for the default name.
 					return usageError{fmt.Errorf("--cluster-name is empty")}
 				}
 				root, err := os.Getwd()
@@ -84,15 +82,8 @@ func init() {
 					return err
 				}
 				o.RepoRoot, o.CacheDir, o.Runtimes, o.RuntimesGiven, o.Suites, o.SuiteArgs = root, defaultCacheDir(), rtList, len(rts) > 0, suites, args
-				o.Out = os.Stderr
-				if err := o.Validate(); err != nil {
-					return usageError{err}
-				}
-				err = pipeline.Run(ctx, cleanupContext(ctx), o)
-				if errors.Is(err, artifactdir.ErrNotOurs) {
-					return usageError{err} // an --artifacts directory faultline must not touch
-				}
-				return err
+				o.Out, o.OptionName = os.Stderr, e2eFlag
+				return e2eError(pipeline.Run(ctx, cleanupContext(ctx), o))
 			}
 		})
 	register("engine", "start a Docker engine if none answers, or stop one faultline started (start|stop)",

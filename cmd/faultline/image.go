@@ -17,7 +17,7 @@ func init() {
 	register("build-node-image", "build (or reuse) the kind node image from the pinned versions; prints its reference",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var opts nodeimage.Options
-			fs.StringVar(&opts.Runtime, "runtime", runtimes.Default, "container runtime of the node: "+runtimeFlagChoices())
+			runtime := fs.String("runtime", runtimes.Default, "container runtime of the node: "+runtimeFlagChoices())
 			fs.StringVar(&opts.CacheDir, "cache-dir", defaultCacheDir(), "where built binaries, throwaway modules and build logs are kept")
 			fs.StringVar(&opts.RepoRoot, "repo-root", ".", "faultline checkout (for binaries built from it)")
 			kube := fs.String("kubernetes-version", "", "Kubernetes release: "+strings.Join(versions.Kubernetes(), ", ")+" (default the first)")
@@ -33,9 +33,11 @@ func init() {
 				if err := noArgs(args); err != nil {
 					return err
 				}
-				if _, err := runtimes.Lookup(opts.Runtime); err != nil {
+				rt, err := runtimes.Lookup(*runtime)
+				if err != nil {
 					return usageError{fmt.Errorf("--runtime: %w", err)}
 				}
+				opts.Runtime = rt
 				pins, err := versions.ForKubernetes(*kube)
 				if err != nil {
 					return usageError{fmt.Errorf("--kubernetes-version: %w", err)}

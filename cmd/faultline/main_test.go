@@ -40,9 +40,10 @@ func TestParseInterspersed(t *testing.T) {
 }
 
 // TestUsageErrors runs the real binary on bad input: each case exits 2 with
-// one line, before anything starts. PATH holds only traps for the tools a
-// stage would run (docker, kind, go, ...), which record being called; the
-// working directory, HOME and the caches must stay empty.
+// one line, naming the flag at fault (the last one given), before anything
+// starts. PATH holds only traps for the tools a stage would run (docker,
+// kind, go, ...), which record being called; the working directory, HOME and
+// the caches must stay empty.
 func TestUsageErrors(t *testing.T) {
 	root := t.TempDir()
 	bin := filepath.Join(root, "faultline")
@@ -70,6 +71,10 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("a", 60)
+	checkout, err := filepath.Abs("../..") // a Go module
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{
 		{"create-cluster"},
 		{"create-cluster", "--node-image", "img", "--kubeconfig", "k", "--name", long},
@@ -93,6 +98,11 @@ func TestUsageErrors(t *testing.T) {
 		{"e2e", "--runtime-request-timeout", "1ns"},
 		{"e2e", "--cluster-name", long},
 		{"e2e", "--cluster-name", ""},
+		{"e2e", "--procs", "0"},
+		{"e2e", "--workers", "11"},
+		{"e2e", "--runtime", "bogus"},
+		{"e2e", "--expectations", "/nonexistent"},
+		{"e2e", "--kubernetes-patch", os.DevNull, "--kubernetes-src", checkout},
 		{"load-images"},
 		{"load-images", "--name", "", "img"},
 		{"load-archive", "--name", "../x", "file", "ref"},
@@ -118,8 +128,12 @@ func TestUsageErrors(t *testing.T) {
 			if !errors.As(err, &exit) || exit.ExitCode() != 2 {
 				t.Errorf("exit: %v, want 2", err)
 			}
-			if msg := strings.TrimSuffix(stderr.String(), "\n"); msg == "" || strings.Contains(msg, "\n") {
+			msg := strings.TrimSuffix(stderr.String(), "\n")
+			if msg == "" || strings.Contains(msg, "\n") {
 				t.Errorf("stderr is not one line: %q", stderr.String())
+			}
+			if flag := lastFlag(args); flag != "" && !strings.Contains(msg, flag) {
+				t.Errorf("stderr does not name %s: %q", flag, msg)
 			}
 			if stdout.Len() > 0 {
 				t.Errorf("stdout: %q", stdout.String())
@@ -139,4 +153,15 @@ func TestUsageErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lastFlag is the last flag of a command line ("" for none).
+func lastFlag(args []string) string {
+	flag := ""
+	for _, a := range args {
+		if strings.HasPrefix(a, "--") {
+			flag = a
+		}
+	}
+	return flag
 }

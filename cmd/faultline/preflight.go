@@ -9,11 +9,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/faultline-k8s/faultline/fixtures"
 	"github.com/faultline-k8s/faultline/judge/verdicts"
 	"github.com/faultline-k8s/faultline/preflight"
+	"github.com/faultline-k8s/faultline/suites/all"
 )
 
 func init() {
@@ -53,7 +55,7 @@ func init() {
 					return err
 				}
 				fmt.Fprintf(os.Stderr, "preflight of %s\n", where)
-				rep, err := preflight.Run(ctx, cs, preflight.Options{Timeout: *timeout, NodeSelector: nodeSelector})
+				rep, err := preflight.Run(ctx, cs, preflight.Options{Timeout: *timeout, NodeSelector: nodeSelector, Specs: specsOfTheSuites()})
 				if err != nil {
 					return err
 				}
@@ -66,4 +68,15 @@ func init() {
 				return nil
 			}
 		})
+}
+
+// specsOfTheSuites is the test binary's spec tree as preflight reads it: the
+// suites are linked here too (suites/all), so what a requirement needs is
+// read from its specs' labels, never from a table kept beside them.
+func specsOfTheSuites() []preflight.Spec {
+	var specs []preflight.Spec
+	for _, s := range all.Preview() {
+		specs = append(specs, preflight.Spec{Labels: s.Labels(), Pending: s.State == types.SpecStatePending})
+	}
+	return specs
 }

@@ -22,7 +22,34 @@ import (
 	admissionapi "k8s.io/pod-security-admission/api"
 
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
+
+// stageRequirements are the requirements of one stage's specs, spec by spec.
+type stageRequirements struct {
+	retryGetsFirst, retryInProgress, unclaimedHidden, changedRequest, unclaimedRemoved, restartNoLeak string
+}
+
+// requirementsOf names, per stage, the requirement each spec checks
+// (judge/requirements/catalogue.yaml).
+var requirementsOf = map[string]stageRequirements{
+	stageSandbox: {
+		retryGetsFirst:   "CRI-SANDBOX-RETRY-GETS-FIRST",
+		retryInProgress:  "CRI-SANDBOX-RETRY-IN-PROGRESS",
+		unclaimedHidden:  "CRI-SANDBOX-UNCLAIMED-HIDDEN",
+		changedRequest:   "CRI-SANDBOX-CHANGED-REQUEST",
+		unclaimedRemoved: "CRI-SANDBOX-UNCLAIMED-REMOVED",
+		restartNoLeak:    "CRI-SANDBOX-RESTART-NO-LEAK",
+	},
+	stageContainer: {
+		retryGetsFirst:   "CRI-CONTAINER-RETRY-GETS-FIRST",
+		retryInProgress:  "CRI-CONTAINER-RETRY-IN-PROGRESS",
+		unclaimedHidden:  "CRI-CONTAINER-UNCLAIMED-HIDDEN",
+		changedRequest:   "CRI-CONTAINER-CHANGED-REQUEST",
+		unclaimedRemoved: "CRI-CONTAINER-UNCLAIMED-REMOVED",
+		restartNoLeak:    "CRI-CONTAINER-RESTART-NO-LEAK",
+	},
+}
 
 var _ = describeStage(stageSandbox)
 var _ = describeStage(stageContainer)
@@ -34,14 +61,9 @@ func describeStage(stage string) bool {
 		// CreateContainer hook, and NRI calls the hooks under one lock: every
 		// container creation on the node waits for the stall. Specs must not
 		// share that.
-		args = append(args, framework.WithSerial())
+		args = append(args, framework.WithSerial(), harness.Needs(needs.ContainerSlowdown))
 	}
-	// checks names the stage's requirement (judge/requirements/catalogue.yaml:
-	// CRI-SANDBOX-*, CRI-CONTAINER-*).
-	checks := func(what string) ginkgo.Labels {
-		object := map[string]string{stageSandbox: "SANDBOX", stageContainer: "CONTAINER"}[stage]
-		return harness.Checks("CRI-" + object + "-" + what)
-	}
+	ids := requirementsOf[stage]
 	return describe(stage, append([]interface{}{"timed-out " + stage}, append(args, func() {
 		f := framework.NewDefaultFramework("cri")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
@@ -64,7 +86,7 @@ func describeStage(stage string) bool {
 			ginkgo.By(t.slow.String())
 		})
 
-		framework.It("1-2: an identical retry after the runtime finished returns the same object, created once", checks("RETRY-GETS-FIRST"), framework.WithLabel("ci"), func(ctx context.Context) {
+		framework.It("an identical retry after the runtime finished returns the same object, created once", harness.Checks(ids.retryGetsFirst), framework.WithLabel("ci"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			first := firstStarted(ctx, t)
 			t.release(ctx)
@@ -81,7 +103,7 @@ func describeStage(stage string) bool {
 			expectListed(ctx, t, "exactly the claimed object is listed", id)
 		})
 
-		framework.It("3: a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", checks("RETRY-IN-PROGRESS"), func(ctx context.Context) {
+		framework.It("a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", harness.Checks(ids.retryInProgress), func(ctx context.Context) {
 			timeOut(ctx, t)
 			sent := t.sent
 			first := firstStarted(ctx, t)
@@ -187,7 +209,7 @@ func describeStage(stage string) bool {
 			expectCreatedOnce(ctx, t)
 		})
 
-		framework.It("4: a timed-out object is not listed and cannot be operated on until claimed", checks("UNCLAIMED-HIDDEN"), func(ctx context.Context) {
+		framework.It("a timed-out object is not listed and cannot be operated on until claimed", harness.Checks(ids.unclaimedHidden), func(ctx context.Context) {
 			timeOut(ctx, t)
 			id := firstStarted(ctx, t)
 			t.release(ctx)
@@ -215,7 +237,7 @@ func describeStage(stage string) bool {
 			})
 		})
 
-		framework.It("5: a changed request gets a new object and the timed-out one is removed", checks("CHANGED-REQUEST"), func(ctx context.Context) {
+		framework.It("a changed request gets a new object and the timed-out one is removed", harness.Checks(ids.changedRequest), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			t.release(ctx)
@@ -234,7 +256,7 @@ func describeStage(stage string) bool {
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
 
-		framework.It("6: a timed-out object nobody asks for again is removed", checks("UNCLAIMED-REMOVED"), framework.WithSlow(), func(ctx context.Context) {
+		framework.It("a timed-out object nobody asks for again is removed", harness.Checks(ids.unclaimedRemoved), framework.WithSlow(), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			t.release(ctx)
@@ -242,7 +264,7 @@ func describeStage(stage string) bool {
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
 
-		framework.It("7: a runtime restart while it holds a timed-out object leaks nothing and duplicates nothing", checks("RESTART-NO-LEAK"),
+		framework.It("a runtime restart while it holds a timed-out object leaks nothing and duplicates nothing", harness.Checks(ids.restartNoLeak),
 			framework.WithSerial(), framework.WithDisruptive(), func(ctx context.Context) {
 				timeOut(ctx, t)
 				old := firstStarted(ctx, t)
@@ -321,7 +343,8 @@ func firstStarted(ctx context.Context, t *target) string {
 
 // waitFinished waits until the slow step of the creation is over. It
 // returns an error when the runtime gave the creation up instead (deleted
-// the object mid-create): requirements 1-3 fail on that, and 4-7 have
+// the object mid-create): RETRY-GETS-FIRST and RETRY-IN-PROGRESS fail on
+// that, and UNCLAIMED-HIDDEN and the later ones have
 // nothing kept to check (noCache). A witness that broke fails the spec
 // at once: what it missed is unknown, never "abandoned".
 func waitFinished(ctx context.Context, t *target) error {

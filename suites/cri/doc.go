@@ -13,10 +13,11 @@
 // Req:<ID>, judge/requirements/catalogue.yaml); the report gives one verdict per
 // requirement and stack.
 //
-//	cache.go     requirements 1-7, over direct CRI, once per stage
-//	             (CRI-SANDBOX-*, CRI-CONTAINER-*)
-//	kubelet.go   requirement 8, through the kubelet
-//	             (CRI-KUBELET-SLOW-CREATION-RUNS)
+//	cache.go     over direct CRI, once per stage (requirementsOf):
+//	             CRI-SANDBOX-* and CRI-CONTAINER-*, each of RETRY-GETS-FIRST,
+//	             RETRY-IN-PROGRESS, UNCLAIMED-HIDDEN, CHANGED-REQUEST,
+//	             UNCLAIMED-REMOVED, RESTART-NO-LEAK
+//	kubelet.go   through the kubelet: CRI-KUBELET-SLOW-CREATION-RUNS
 //	target.go    the object a spec creates, and its witnesses
 //	slowdown.go  how a creation is made slower than its caller's deadline
 //	             (the annotations come from the fakes' packages:

@@ -19,6 +19,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // kubeletRetry bounds the kubelet's next sync of a pod after a failed one
@@ -29,7 +30,7 @@ var _ = describe("", "kubelet with slow creation", framework.WithFeature(feature
 	f := framework.NewDefaultFramework("cri-kubelet")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 
-	framework.It("8: a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", harness.Checks("CRI-KUBELET-SLOW-CREATION-RUNS"), func(ctx context.Context) {
+	framework.It("a pod whose sandbox and container creation outlast the kubelet's deadline runs with one sandbox and one container", harness.Checks("CRI-KUBELET-SLOW-CREATION-RUNS"), harness.Needs(needs.RuntimeRequestTimeout), func(ctx context.Context) {
 		n := connectNode(ctx, f)
 		timeout := harness.Cluster().RuntimeRequestTimeout
 		if timeout == 0 {

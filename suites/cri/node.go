@@ -26,6 +26,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
 	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
+	"github.com/faultline-k8s/faultline/nodesetup"
 	"github.com/faultline-k8s/faultline/suites/harness"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
@@ -37,8 +38,9 @@ const (
 	relaySelector  = "app.kubernetes.io/name=cri-relay"
 	relayCRIPort   = 10010
 	relayHTTPPort  = "8080"
-	// slowHandler is the runtime handler (and RuntimeClass) of runc-slow.
-	slowHandler = "faultline-slow"
+	// slowHandler is the runtime handler (and RuntimeClass) of runc-slow:
+	// nodesetup's, the one place it is named.
+	slowHandler = nodesetup.HandlerName
 )
 
 // runtime is the nodes' runtime (a cluster fact) as messages name it.

@@ -29,7 +29,7 @@ const (
 	// enough for the steps before the OCI create on a loaded node.
 	holdBound   = 2 * time.Minute
 	ociDeadline = 3 * time.Second
-	// retryPending is how long requirement 3's retry must stay unanswered,
+	// retryPending is how long RETRY-IN-PROGRESS's retry must stay unanswered,
 	// while the first creation is held, before the spec releases it: the
 	// runtime holds the retry (it answers it once the first is done).
 	retryPending = 2 * time.Second
@@ -39,10 +39,10 @@ const (
 	// does (it retries at its next pod sync).
 	retryInterval = time.Second
 	// quietAfterDelay is how long after the first creation would have
-	// ended a spec keeps counting creations (requirement 3): a runtime that
+	// ended a spec keeps counting creations (RETRY-IN-PROGRESS): a runtime that
 	// creates a second object for a refused retry does so by then.
 	quietAfterDelay = 10 * time.Second
-	// abandonWatch is how long requirement 3 watches the first creation
+	// abandonWatch is how long RETRY-IN-PROGRESS watches the first creation
 	// after the caller's deadline before it retries: a runtime that gives
 	// the creation up at the deadline has done so by then (runc-slow still
 	// holds a kept creation: the spec has not released it).

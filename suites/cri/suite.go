@@ -24,7 +24,7 @@ func describe(stage string, args ...any) bool {
 		if needsNRI(stage) {
 			harness.Require(ctx, nriFixtureSet)
 		}
-	}, args...)
+	}, append([]any{harness.NeedsFixtures(fixtureSet)}, args...)...)
 }
 
 // needsNRI says whether a stage's specs run with the fake NRI plugins

@@ -203,7 +203,7 @@ func (t *target) release(ctx context.Context) {
 }
 
 // create sends the request with the given deadline. delay false asks for
-// no slowdown (a changed request in spec 5).
+// no slowdown (the changed request of CHANGED-REQUEST).
 func (t *target) create(ctx context.Context, deadline time.Duration, delay bool) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, deadline)
 	defer cancel()

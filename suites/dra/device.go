@@ -26,6 +26,8 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // Device health gates of the kubelet (KEP-4680), both beta and on in 1.36.
@@ -42,7 +44,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// A device breaking while in use is node-wide state: its NoExecute
 	// taint keeps it from every claim until repaired. Serial, and repaired
 	// in DeferCleanup.
-	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again", harness.Checks("DRA-TAINTED-DEVICE-EVICTS"),
+	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again", harness.Checks("DRA-TAINTED-DEVICE-EVICTS"), harness.Needs(needs.GateDeviceTaints),
 		framework.WithSerial(), framework.WithFeature(featureDeviceTaints), framework.WithLabel("ci"), func(ctx context.Context) {
 			cs := f.ClientSet
 			ns := f.Namespace.Name
@@ -188,7 +190,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// off the device), hits a device that the spec's own claim holds
 	// exclusively, and is repaired in DeferCleanup before the namespace,
 	// and with it the claim, is deleted.
-	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message", harness.Checks("DRA-HEALTH-IN-POD-STATUS"),
+	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message", harness.Checks("DRA-HEALTH-IN-POD-STATUS"), harness.Needs(needs.GateHealth),
 		framework.WithFeature(featureResourceHealth), func(ctx context.Context) {
 			cs := f.ClientSet
 			w := watchHealth(ctx, f, "health", firstDriver, "while it works")
@@ -267,7 +269,7 @@ func watchHealth(ctx context.Context, f *framework.Framework, prefix string, d d
 // it (kubernetes_feature_enabled in its /metrics).
 func requireHealthGates(ctx context.Context, cs clientset.Interface, node string, gates ...string) {
 	ginkgo.GinkgoHelper()
-	have, err := kubeletFeatureGates(ctx, cs, node)
+	have, err := kubelet.ReadFeatureGates(ctx, cs, node)
 	framework.ExpectNoError(err)
 	var missing []string
 	for _, g := range gates {

@@ -16,6 +16,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 var _ = describe("device health when the driver's health stream drops", framework.WithFeature(featureDRA), func() {
@@ -32,7 +33,7 @@ var _ = describe("device health when the driver's health stream drops", framewor
 	// (gRPC status Unavailable), not the kubelet's connection to the
 	// driver, which those calls share. A spec that checks the second
 	// driver's health must be Serial with this one.
-	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"),
+	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Needs(needs.GateHealth),
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
 			cs := f.ClientSet
 			d := secondDriver

@@ -38,7 +38,7 @@ const (
 	relayHTTPPort = "8080"
 )
 
-var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, fixtureSet, criFixtureSet) },
+var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, fixtureSet, criFixtureSet) }, harness.NeedsFixtures(fixtureSet, criFixtureSet),
 	"kubelet restart during a DRA call", framework.WithFeature(featureDRA), framework.WithSerial(), framework.WithDisruptive(), func() {
 		f := framework.NewDefaultFramework("dra-kubelet-restart")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted

@@ -4,14 +4,9 @@ package dra
 // pods that use them, events, and the kubelet's feature gates.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/onsi/ginkgo/v2"
@@ -202,35 +197,4 @@ func eventTime(e v1.Event) time.Time {
 		return e.FirstTimestamp.Time
 	}
 	return e.EventTime.Time
-}
-
-// kubeletFeatureGates reads the kubelet's feature gates of node from its
-// metrics (kubernetes_feature_enabled{name=...,stage=...} 0|1) through the
-// API server's node proxy. A gate the kubelet does not know is absent.
-func kubeletFeatureGates(ctx context.Context, cs clientset.Interface, node string) (map[string]bool, error) {
-	raw, err := cs.CoreV1().RESTClient().Get().Resource("nodes").Name(node).SubResource("proxy").Suffix("metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("kubelet metrics of node %s: %w", node, err)
-	}
-	re := regexp.MustCompile(`^kubernetes_feature_enabled\{(.*)\} ([0-9.e+-]+)$`)
-	name := regexp.MustCompile(`(?:^|,)name="([^"]*)"`)
-	gates := map[string]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1024*1024), 1024*1024)
-	for sc.Scan() {
-		m := re.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
-			continue
-		}
-		n := name.FindStringSubmatch(m[1])
-		v, err := strconv.ParseFloat(m[2], 64)
-		if n == nil || err != nil {
-			continue
-		}
-		gates[n[1]] = v == 1
-	}
-	if len(gates) == 0 {
-		return nil, fmt.Errorf("kubelet metrics of node %s have no kubernetes_feature_enabled samples", node)
-	}
-	return gates, sc.Err()
 }

@@ -20,6 +20,8 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // gatePermanentFailures is the kubelet feature gate of the KEP-5322 draft.
@@ -75,7 +77,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		retriedUntilSuccess(ctx, "unclassified", faultspec.Fault{Type: faultspec.Unclassified, Count: ptr.To(1), Message: "faultline: no classification"}, 1)
 	})
 
-	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", harness.Checks("DRA-PERMANENT-FAILS-POD"), framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
+	framework.It("fails the pod on a permanent failure: phase Failed, and no prepare call after the failure is reported", harness.Checks("DRA-PERMANENT-FAILS-POD"), harness.Informs(needs.GatePermanentFailures), framework.WithFeature(featurePermanentFailures), func(ctx context.Context) {
 		cs := f.ClientSet
 		claim := createClaim(ctx, f, "permanent", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
 			{Type: faultspec.Permanent, Reason: faultspec.BadConfiguration, Message: "faultline: mode X needs firmware 2"},
@@ -108,7 +110,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 				"a permanent NodePrepareResources error must fail the pod, or at least be retried")
 		})
 		if phase != v1.PodFailed {
-			gates, err := kubeletFeatureGates(ctx, cs, node)
+			gates, err := kubelet.ReadFeatureGates(ctx, cs, node)
 			gate := "unknown to the kubelet"
 			if enabled, known := gates[gatePermanentFailures]; err == nil && known {
 				gate = fmt.Sprintf("enabled=%v", enabled)

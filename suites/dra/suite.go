@@ -19,7 +19,7 @@ const suite = "dra"
 // label Suite:dra and run once the fake drivers are deployed and ready.
 func describe(args ...any) bool {
 	ginkgo.GinkgoHelper()
-	return harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, fixtureSet) }, args...)
+	return harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, fixtureSet) }, append([]any{harness.NeedsFixtures(fixtureSet)}, args...)...)
 }
 
 var _ = harness.DescribeSmoke(suite)

@@ -23,7 +23,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"io"
 	"os"
 	"path/filepath"
@@ -39,6 +38,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/fixtures/cleanup"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 const (
@@ -52,7 +52,8 @@ const (
 	logLimitBytes = 2 << 20
 )
 
-func init() {
+// installDump adds the dump to every framework; Main calls it.
+func installDump() {
 	framework.NewFrameworkExtensions = append(framework.NewFrameworkExtensions, addDump)
 }
 

@@ -95,7 +95,9 @@ func (n annotatingNamespaces) Create(ctx context.Context, ns *v1.Namespace, opts
 	return n.NamespaceInterface.Create(ctx, ns, opts)
 }
 
-func init() {
+// installNamespaces makes the framework create faultline's namespaces; Main
+// calls it, so a program that only lists the specs changes nothing.
+func installNamespaces() {
 	framework.TestContext.CreateTestingNS = createTestingNamespace
 	// One ID names this process's namespaces (the framework's e2e-run
 	// label) and what it applies (fixtures.RunAnnotation).

@@ -90,6 +90,8 @@ func HaveCluster() bool { return haveCluster }
 // on a machine with KUBECONFIG set still skips instead of running the specs
 // against whatever cluster that names.
 func Main(m *testing.M) {
+	installNamespaces()
+	installDump()
 	framework.RegisterCommonFlags(flag.CommandLine)
 	framework.RegisterClusterFlags(flag.CommandLine)
 	registerFlags(flag.CommandLine)

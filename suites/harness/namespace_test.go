@@ -14,8 +14,10 @@ import (
 
 // A spec's namespace carries the faults label, the framework's labels, and
 // faultline's ownership annotations from its creation on, so that
-// `faultline cleanup` may remove it; the run is the framework's RunID.
+// `faultline cleanup` may remove it; the run is the framework's RunID, as
+// the test binary's Main installs it.
 func TestSpecNamespaceIsOwned(t *testing.T) {
+	installNamespaces()
 	cs := fake.NewClientset()
 	ns, err := createTestingNamespace(context.Background(), "dra-health", cs, map[string]string{"e2e-framework": "dra-health"})
 	if err != nil {

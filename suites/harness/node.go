@@ -17,14 +17,14 @@ import (
 	"k8s.io/kubernetes/test/e2e/framework"
 
 	"github.com/faultline-k8s/faultline/fixtures"
-	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
 )
 
 // CRISocket returns the directory and file name of the node's CRI socket,
 // from the kubelet's configuration (containerRuntimeEndpoint), else the
 // runtime's default (vocab/runtimes).
 func CRISocket(ctx context.Context, cs clientset.Interface, node string) (dir, file string, err error) {
-	cfg, err := facts.ReadKubeletConfig(ctx, cs, node)
+	cfg, err := kubelet.ReadConfig(ctx, cs, node)
 	if err == nil {
 		if ep := strings.TrimPrefix(cfg.ContainerRuntimeEndpoint, "unix://"); strings.HasPrefix(ep, "/") {
 			return path.Dir(ep), path.Base(ep), nil

@@ -2,11 +2,12 @@ package harness
 
 import (
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 
 	"github.com/onsi/ginkgo/v2"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/needs"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // NotImplemented ends the spec with the verdict "not implemented": the stack
@@ -39,6 +40,28 @@ func Premise(name string, happened bool, evidence string) {
 // verdicts reads as "inconclusive".
 func premiseSkip(name, evidence string) string {
 	return fmt.Sprintf("%s%s did not happen: %s", wire.InconclusivePrefix, name, evidence)
+}
+
+// Needs labels a spec (or a container) with what it needs from the cluster
+// beyond its suite's basics (vocab/needs): preflight reads the labels to say
+// whether a cluster can check the spec's requirement.
+func Needs(conditions ...string) ginkgo.Labels { return ginkgo.Label(needs.Labels(conditions...)...) }
+
+// NeedsFixtures labels a container whose specs require the fixture sets
+// (Require): they need those sets applied, and what each set needs.
+func NeedsFixtures(sets ...string) ginkgo.Labels {
+	conditions := make([]string, len(sets))
+	for i, set := range sets {
+		conditions[i] = needs.Fixtures(set)
+	}
+	return Needs(conditions...)
+}
+
+// Informs labels a spec with conditions that change only what it expects
+// (a missing gate makes its verdict "not implemented"), not whether it can
+// run.
+func Informs(conditions ...string) ginkgo.Labels {
+	return ginkgo.Label(needs.InformsLabels(conditions...)...)
 }
 
 // Checks labels a spec with the requirements it checks

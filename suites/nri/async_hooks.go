@@ -1,6 +1,6 @@
 package nri
 
-// Requirement 3: errors in asynchronous or post hooks (PostCreateContainer,
+// NRI-ASYNC-ERROR-IGNORED: errors in asynchronous or post hooks (PostCreateContainer,
 // PostStartContainer, StopContainer, RemoveContainer, RemovePodSandbox) do
 // not fail the pod's lifecycle: the pod starts, and deletes completely.
 

@@ -1,6 +1,6 @@
 package nri
 
-// Requirement 2: a failing plugin stops the chain: plugins with a higher
+// NRI-ERROR-STOPS-CHAIN: a failing plugin stops the chain: plugins with a higher
 // index do not see that event; plugins with a lower index did, and in
 // index order.
 

@@ -1,14 +1,15 @@
 package nri
 
-// Requirement 6: StartContainer and StopPodSandbox, where runtimes are known
+// NRI-START-ERROR-FAILS-REQUEST and NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST:
+// StartContainer and StopPodSandbox, where runtimes are known
 // to differ. The NRI design: "If a plugin returns an error for a request,
 // NRI does not call the remaining plugins. It returns the error to the
 // runtime, and the runtime fails the pod or container operation." So a
 // plugin error in StartContainer must fail the CRI StartContainer request,
 // and one in StopPodSandbox the CRI StopPodSandbox request; the kubelet
 // then retries. A runtime that only logs the error departs from the design:
-// the spec fails with the named discrepancy (vocab/runtimes
-// NRIDiscrepancies).
+// the spec fails with the discrepancy it saw (cause request-succeeded), and
+// the stack's expectations (judge/expectations) say whether it is known.
 
 import (
 	"context"
@@ -56,7 +57,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 
 		st := containerStatus(getPod(ctx, f, pod), TestContainer)
 		if containerIDOf(st.ContainerID) == failedID {
-			// Known to vocab/runtimes or not, the cause is the same.
+			// Known to the expectations or not, the cause is the same.
 			harness.Cause("request-succeeded", func() {
 				framework.Failf("%s", Discrepancy(rt, "StartContainer", fmt.Sprintf(
 					"%s failed StartContainer of container %.12s, yet that container runs: the CRI StartContainer request succeeded", B, failedID)))
@@ -138,7 +139,7 @@ var _ = describe("NRI hooks where runtimes differ", framework.WithFeature(featur
 			harness.Ours(readErr, "read the pod's events (%v)", pollErr)
 		}
 		if found == nil {
-			// Known to vocab/runtimes or not, the cause is the same.
+			// Known to the expectations or not, the cause is the same.
 			harness.Cause("request-succeeded", func() {
 				framework.Failf("%s\n(waited %s for the event: %v)\nevents of the pod:\n%s", Discrepancy(rt, "StopPodSandbox", fmt.Sprintf(
 					"%s failed StopPodSandbox, yet the kubelet got no error: no FailedKillPod event with the plugin's message, the pod was deleted on the first attempt", B)),

@@ -31,36 +31,48 @@
 //
 // The specs, by requirement:
 //
-//  1. sync_hooks.go: an error in RunPodSandbox, CreateContainer or
-//     UpdateContainer fails that CRI request with the plugin's message,
-//     succeeds once the fault clears, and leaves nothing behind.
-//  2. chain.go: an error stops the chain; lower indexes saw the attempt in
-//     index order, higher ones never see it.
-//  3. async_hooks.go: errors in post and asynchronous hooks do not fail the
-//     pod, which starts and deletes completely.
-//  4. and 5. fatal.go: a plugin that stalls past the request timeout,
-//     crashes or drops its connection is dropped, the pod starts, the
-//     plugin comes back and sees later events (Serial).
-//  6. differences.go: StartContainer and StopPodSandbox, where runtimes
-//     differ; a departure from the NRI design fails with "known
-//     discrepancy <runtime>: ..." (vocab/runtimes NRIDiscrepancies).
-//  7. validator.go: a missing required plugin fails container creation
-//     (Feature:NRIDefaultValidator).
-//  8. failure_policy.go: the per-plugin failure policy of NRI v0.12.4.
-//     A plugin that declares fail_request and stalls past the request
-//     timeout fails the request, naming itself and the request, and the
-//     plugins after it never see the attempt; one that declares
-//     keep_connected stays registered and gets the next events on the same
-//     connection; an error a plugin returns fails the request whatever its
-//     policy. A runtime that behaves as if no policy was declared gives
-//     "not implemented" (failure where it is known to vendor NRI >=
-//     v0.12.4: harness.Cluster().NRIVersion, policy_version.go). And
-//     containerd/nri#316: a required plugin that times out in
-//     CreateContainer must not count as consulted
-//     (Feature:NRIDefaultValidator). The specs that stall an instance are
-//     Serial.
-//  9. scope.go: the fixtures open no door: the API server refuses a pod
-//     with an NRI fault annotation outside faultline's own namespaces.
+//	sync_hooks.go      NRI-SYNC-ERROR-FAILS-REQUEST: an error in RunPodSandbox,
+//	                   CreateContainer or UpdateContainer fails that CRI request
+//	                   with the plugin's message, succeeds once the fault
+//	                   clears, and leaves nothing behind.
+//	chain.go           NRI-ERROR-STOPS-CHAIN: an error stops the chain; lower
+//	                   indexes saw the attempt in index order, higher ones
+//	                   never see it.
+//	async_hooks.go     NRI-ASYNC-ERROR-IGNORED: errors in post and asynchronous
+//	                   hooks do not fail the pod, which starts and deletes
+//	                   completely.
+//	fatal.go           NRI-STALLED-PLUGIN-DROPPED, NRI-CRASHED-PLUGIN-DROPPED: a
+//	                   plugin that stalls past the request timeout, crashes or
+//	                   drops its connection is dropped, the pod starts, the
+//	                   plugin comes back and sees later events (Serial).
+//	differences.go     NRI-START-ERROR-FAILS-REQUEST,
+//	                   NRI-STOP-SANDBOX-ERROR-FAILS-REQUEST: StartContainer and
+//	                   StopPodSandbox, where runtimes differ; a departure from
+//	                   the NRI design fails with "discrepancy <runtime>: ...",
+//	                   cause request-succeeded (the stacks' expectations name
+//	                   the departures known).
+//	validator.go       NRI-REQUIRED-PLUGIN-MISSING, NRI-REQUIRED-PLUGINS-PRESENT:
+//	                   a missing required plugin fails container creation
+//	                   (Feature:NRIDefaultValidator).
+//	failure_policy.go  NRI-POLICY-FAIL-REQUEST, NRI-POLICY-KEEP-CONNECTED,
+//	                   NRI-POLICY-RETURNED-ERROR-FAILS: the per-plugin failure
+//	                   policy of NRI v0.12.4. A plugin that declares
+//	                   fail_request and stalls past the request timeout fails
+//	                   the request, naming itself and the request, and the
+//	                   plugins after it never see the attempt; one that declares
+//	                   keep_connected stays registered and gets the next events
+//	                   on the same connection; an error a plugin returns fails
+//	                   the request whatever its policy. A runtime that behaves
+//	                   as if no policy was declared gives "not implemented"
+//	                   (failure where it is known to vendor NRI >= v0.12.4:
+//	                   harness.Cluster().NRIVersion, policy_version.go). And
+//	                   NRI-REQUIRED-PLUGIN-TIMEOUT (containerd/nri#316): a
+//	                   required plugin that times out in CreateContainer must
+//	                   not count as consulted (Feature:NRIDefaultValidator).
+//	                   The specs that stall an instance are Serial.
+//	scope.go           FAULTLINE-FAULTS-SCOPED: the fixtures open no door: the
+//	                   API server refuses a pod with an NRI fault annotation
+//	                   outside faultline's own namespaces.
 //
 // common.go, pods.go and node.go are the specs' helpers; plugins.go binds
 // the plugin's client to the suite's deployment and dumps it on failure. The

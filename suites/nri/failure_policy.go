@@ -1,6 +1,6 @@
 package nri
 
-// Requirement 8: the per-plugin failure policy of NRI v0.12.4 (README,
+// NRI-POLICY-*: the per-plugin failure policy of NRI v0.12.4 (README,
 // "Request Errors, Timeouts and Failure Policy"; pkg/adaptation
 // handleRequestError and dropsPlugin). A plugin declares, when it
 // registers, what the runtime does when the plugin fails to process a
@@ -28,7 +28,7 @@ package nri
 // Serial: while it stalls the runtime waits for it with every pod of the
 // node, and a runtime that ignores the policy drops it.
 //
-// Requirement 8 also holds containerd/nri#316: the default validator's
+// NRI-REQUIRED-PLUGIN-TIMEOUT holds containerd/nri#316: the default validator's
 // required plugins (validator.go) count a plugin that the runtime dropped
 // mid-CreateContainer as consulted, so the container is created as if the
 // plugin had seen it (Feature:NRIDefaultValidator, like validator.go).
@@ -50,6 +50,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
 	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // policyStall is how long the policy specs stall P or K: three request
@@ -249,7 +250,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 var _ = describe("NRI required plugin that times out", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), framework.WithSerial(), func() {
 	f := framework.NewDefaultFramework("nri-required-timeout")
 
-	framework.It("a container whose required plugin stalls in CreateContainer past the request timeout is not created as if the plugin had been consulted: the container that runs is one whose CreateContainer the plugin answered", harness.Checks("NRI-REQUIRED-PLUGIN-TIMEOUT"), func(ctx context.Context) {
+	framework.It("a container whose required plugin stalls in CreateContainer past the request timeout is not created as if the plugin had been consulted: the container that runs is one whose CreateContainer the plugin answered", harness.Checks("NRI-REQUIRED-PLUGIN-TIMEOUT"), harness.Needs(needs.NRIValidator), func(ctx context.Context) {
 		registeredAround(ctx, f)
 		// B declares no failure policy: the runtime drops it after the
 		// timeout and goes on with the remaining plugins, then asks the

@@ -1,6 +1,6 @@
 package nri
 
-// Requirements 4 and 5: a plugin that stalls past the runtime's request
+// NRI-STALLED-PLUGIN-DROPPED and NRI-CRASHED-PLUGIN-DROPPED: a plugin that stalls past the runtime's request
 // timeout, drops its connection or crashes mid-event suffers a fatal error:
 // the runtime drops it and carries on with the other plugins, so the pod
 // still starts; the plugin comes back and sees later events.
@@ -50,7 +50,6 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 		})
 	})
 
-	// Requirement 4.
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), harness.Checks("NRI-STALLED-PLUGIN-DROPPED"), func(ctx context.Context) {
 			stall := stallFor()
@@ -90,7 +89,7 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 		})
 	}
 
-	// Requirement 5, and the same for a plugin that drops its connection.
+	// A plugin that crashes, and the same for one that drops its connection.
 	for _, tc := range []struct {
 		event string
 		inst  Instance

@@ -1,8 +1,7 @@
 package nri
 
 // The node side: how long its mechanisms take (the timeouts the specs wait
-// with), and the runtime behaviours known to depart from the NRI design
-// (vocab/runtimes NRIDiscrepancies).
+// with), and how a departure from the NRI design is reported.
 
 import (
 	"fmt"
@@ -64,14 +63,9 @@ func deletionTimeout() time.Duration {
 // Discrepancy is the failure message for a runtime that departs from the
 // NRI design ("if a plugin returns an error for a request, NRI ... returns
 // the error to the runtime, and the runtime fails the pod or container
-// operation") for requirement: "known discrepancy <runtime>: ..." when
-// vocab/runtimes knows the departure, else "discrepancy <runtime> (not
-// known before): ...". A spec that sees one fails with it, so the report
-// names it instead of hiding it.
-func Discrepancy(cluster harness.ClusterInfo, requirement, observed string) string {
-	rt := cluster.Runtime
-	if known, ok := rt.Discrepancy(requirement); ok {
-		return fmt.Sprintf("known discrepancy %s: %s (runtime %s; observed: %s)", rt.Name, known, cluster.RuntimeDescription(), observed)
-	}
-	return fmt.Sprintf("discrepancy %s (not known before): %s (runtime %s)", rt.Name, observed, cluster.RuntimeDescription())
+// operation") in request: "discrepancy <runtime>: <observed>". Which
+// departures are known is the stacks' expectations' to say
+// (judge/expectations), not the spec's.
+func Discrepancy(cluster harness.ClusterInfo, request, observed string) string {
+	return fmt.Sprintf("discrepancy %s in %s: %s (runtime %s)", cluster.Runtime.Name, request, observed, cluster.RuntimeDescription())
 }

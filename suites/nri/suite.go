@@ -17,7 +17,7 @@ const suite = "nri"
 // instance is registered with the runtime.
 func describe(args ...any) bool {
 	ginkgo.GinkgoHelper()
-	return harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, FixtureSet) }, args...)
+	return harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx, FixtureSet) }, append([]any{harness.NeedsFixtures(FixtureSet)}, args...)...)
 }
 
 var _ = harness.DescribeSmoke(suite)

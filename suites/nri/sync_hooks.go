@@ -1,6 +1,6 @@
 package nri
 
-// Requirement 1: an error in a synchronous hook (RunPodSandbox,
+// NRI-SYNC-ERROR-FAILS-REQUEST: an error in a synchronous hook (RunPodSandbox,
 // CreateContainer, UpdateContainer) fails that CRI request; the pod shows
 // the plugin's message in its events or status; the request succeeds once
 // the fault is cleared; nothing leaks.
@@ -21,6 +21,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/nri/faults"
 	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
 	"github.com/faultline-k8s/faultline/fakes/nri/record"
+	"github.com/faultline-k8s/faultline/fakes/nri/runtimestate"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -31,87 +32,74 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 	// twice, so a retry that fails again is seen too.
 	const failures = 2
 
-	framework.It("a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
-		pod, node := createVictim(ctx, f, VictimPod("run-sandbox-error",
-			B.Fault("RunPodSandbox", faults.Fault{Mode: faults.Error, Times: failures})))
-		want := B.ErrorText("RunPodSandbox", pod, "")
+	// A creation a plugin fails: the same steps for the sandbox and the
+	// container, each told by its own witnesses.
+	for _, tc := range []struct {
+		event, pod, what string
+		// container the fault targets ("" for the sandbox).
+		container string
+		// reason of the kubelet's event that carries the plugin's message.
+		reason string
+		// statusShows, when set, checks the message where the pod's status
+		// shows it before the event.
+		statusShows func(ctx context.Context, pod *v1.Pod, want string)
+		// idOf is the ID of the object an event is about.
+		idOf func(record.Event) string
+		// running is the ID of the object of its kind the runtime runs.
+		running func(*runtimestate.State) string
+		// object is what the runtime runs, in the failure message.
+		object string
+	}{
+		{
+			event: "RunPodSandbox", pod: "run-sandbox-error", reason: "FailedCreatePodSandBox",
+			what:    "a plugin error in RunPodSandbox fails sandbox creation with the plugin's message, until the fault clears, and leaves no sandbox behind",
+			idOf:    func(e record.Event) string { return e.PodSandboxID },
+			running: func(s *runtimestate.State) string { return s.Sandboxes[0].ID },
+			object:  "the pod must run in the sandbox whose RunPodSandbox passed",
+		},
+		{
+			event: "CreateContainer", pod: "create-container-error", container: TestContainer, reason: "Failed",
+			what:        "a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind",
+			statusShows: func(ctx context.Context, pod *v1.Pod, want string) { containerWaitsWith(ctx, f, pod, want) },
+			idOf:        func(e record.Event) string { return e.ContainerID },
+			running:     func(s *runtimestate.State) string { return s.Containers[0].ID },
+			object:      "the running container must be the one whose CreateContainer passed",
+		},
+	} {
+		framework.It(tc.what, harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
+			pod, node := createVictim(ctx, f, VictimPod(tc.pod,
+				B.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: failures, Container: tc.container})))
+			want := B.ErrorText(tc.event, pod, tc.container)
 
-		firstRun := eventuallyRecorded(ctx, f, node, B, pod, "RunPodSandbox", record.Error, retryTimeout(1))[0]
-		expectAttemptGone(ctx, node, pod, firstRun.PodSandboxID)
-		var ev *v1.Event
-		harness.Cause("message-missing", func() {
-			ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "FailedCreatePodSandBox", want, retryTimeout(1))
-		})
-		ginkgo.By("the kubelet reports: " + ev.Message)
+			if tc.statusShows != nil {
+				harness.Cause("message-missing", func() { tc.statusShows(ctx, pod, want) })
+			}
+			first := eventuallyRecorded(ctx, f, node, B, pod, tc.event, record.Error, retryTimeout(1))[0]
+			expectAttemptGone(ctx, node, pod, tc.idOf(first))
+			var ev *v1.Event
+			harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, tc.reason, want, retryTimeout(1)) })
+			ginkgo.By("the kubelet reports: " + ev.Message)
 
-		harness.Cause("not-running", func() {
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
-				"once the fault has fired %d times, RunPodSandbox must succeed and the pod run", failures)
-		})
+			harness.Cause("not-running", func() {
+				framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
+					"once the fault has fired %d times, %s must succeed and the pod run", failures, tc.event)
+			})
 
-		runs := nriclient.Only(eventsOf(ctx, f, node, B, pod), "RunPodSandbox")
-		harness.Cause("retries-wrong", func() {
-			gomega.Expect(nriclient.Results(runs, "RunPodSandbox")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-				"%s must have failed RunPodSandbox %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(runs))
+			calls := nriclient.Only(eventsOf(ctx, f, node, B, pod), tc.event)
+			harness.Cause("retries-wrong", func() {
+				gomega.Expect(nriclient.Results(calls, tc.event)).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
+					"%s must have failed %s %d times, then let it pass:\n%s", B, tc.event, failures, nriclient.FormatEvents(calls))
+			})
+			var failed []string
+			for _, c := range calls[:failures] {
+				failed = append(failed, tc.idOf(c))
+			}
+			s := expectOnlyAttempt(ctx, f, node, pod, failed)
+			harness.Cause("wrong-attempt-runs", func() {
+				gomega.Expect(tc.running(s)).To(gomega.Equal(tc.idOf(calls[failures])), "%s:\n%s", tc.object, FormatState(s))
+			})
 		})
-		var failed []string
-		for _, r := range runs[:failures] {
-			failed = append(failed, r.PodSandboxID)
-		}
-		s := expectOnlyAttempt(ctx, f, node, pod, failed)
-		harness.Cause("wrong-attempt-runs", func() {
-			gomega.Expect(s.Sandboxes[0].ID).To(gomega.Equal(runs[failures].PodSandboxID),
-				"the pod must run in the sandbox whose RunPodSandbox passed:\n%s", FormatState(s))
-		})
-	})
-
-	framework.It("a plugin error in CreateContainer fails container creation with the plugin's message in the container status, until the fault clears, and leaves no container behind", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
-		pod, node := createVictim(ctx, f, VictimPod("create-container-error",
-			B.Fault("CreateContainer", faults.Fault{Mode: faults.Error, Times: failures, Container: TestContainer})))
-		want := B.ErrorText("CreateContainer", pod, TestContainer)
-
-		var waiting string
-		harness.Cause("message-missing", func() {
-			gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
-				p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-				if err != nil {
-					return "", err
-				}
-				if st := containerStatus(p, TestContainer); st != nil && st.State.Waiting != nil {
-					waiting = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
-				}
-				return waiting, nil
-			}).WithTimeout(retryTimeout(1)).Should(gomega.ContainSubstring(want),
-				"the container status must carry the plugin's error while creation fails")
-			ginkgo.By("the container waits with " + waiting)
-			gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
-		})
-		firstCreate := eventuallyRecorded(ctx, f, node, B, pod, "CreateContainer", record.Error, retryTimeout(1))[0]
-		expectAttemptGone(ctx, node, pod, firstCreate.ContainerID)
-		var ev *v1.Event
-		harness.Cause("message-missing", func() { ev = EventuallyPodEvent(ctx, f.ClientSet, pod, "Failed", want, retryTimeout(1)) })
-		ginkgo.By("the kubelet reports: " + ev.Message)
-
-		harness.Cause("not-running", func() {
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, f.ClientSet, pod.Name, pod.Namespace, retryTimeout(failures)),
-				"once the fault has fired %d times, CreateContainer must succeed and the pod run", failures)
-		})
-
-		creates := nriclient.Only(eventsOf(ctx, f, node, B, pod), "CreateContainer")
-		harness.Cause("retries-wrong", func() {
-			gomega.Expect(nriclient.Results(creates, "CreateContainer")).To(gomega.Equal([]record.Result{record.Error, record.Error, record.OK}),
-				"%s must have failed CreateContainer %d times, then let it pass:\n%s", B, failures, nriclient.FormatEvents(creates))
-		})
-		var failed []string
-		for _, c := range creates[:failures] {
-			failed = append(failed, c.ContainerID)
-		}
-		s := expectOnlyAttempt(ctx, f, node, pod, failed)
-		harness.Cause("wrong-attempt-runs", func() {
-			gomega.Expect(s.Containers[0].ID).To(gomega.Equal(creates[failures].ContainerID),
-				"the running container must be the one whose CreateContainer passed:\n%s", FormatState(s))
-		})
-	})
+	}
 
 	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
 		pod := VictimPod("update-container-error", B.Fault("UpdateContainer", faults.Fault{Mode: faults.Error, Times: 1}))
@@ -174,3 +162,22 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		})
 	})
 })
+
+// containerWaitsWith waits until the pod's container waits with want in its
+// status (CreateContainerError: <the plugin's message>).
+func containerWaitsWith(ctx context.Context, f *framework.Framework, pod *v1.Pod, want string) {
+	var waiting string
+	gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+		p, err := f.ClientSet.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err != nil {
+			return "", err
+		}
+		if st := containerStatus(p, TestContainer); st != nil && st.State.Waiting != nil {
+			waiting = st.State.Waiting.Reason + ": " + st.State.Waiting.Message
+		}
+		return waiting, nil
+	}).WithTimeout(retryTimeout(1)).Should(gomega.ContainSubstring(want),
+		"the container status must carry the plugin's error while creation fails")
+	ginkgo.By("the container waits with " + waiting)
+	gomega.Expect(waiting).To(gomega.HavePrefix("CreateContainerError: "))
+}

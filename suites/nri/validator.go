@@ -1,6 +1,6 @@
 package nri
 
-// Requirement 7: a required plugin (the default validator's
+// NRI-REQUIRED-PLUGIN-MISSING and NRI-REQUIRED-PLUGINS-PRESENT: a required plugin (the default validator's
 // required_plugins, or the pod annotation required-plugins.noderesource.dev)
 // that is absent makes container creation fail with a message naming it,
 // where the runtime supports the validator (NRI >= v0.10: containerd >= 2.2
@@ -21,6 +21,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/nri/nriclient"
 	"github.com/faultline-k8s/faultline/fakes/nri/record"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/needs"
 )
 
 // requiredPluginsAnnotation is the default validator's annotation (NRI
@@ -31,7 +32,7 @@ const requiredPluginsAnnotation = "required-plugins.noderesource.dev"
 var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), framework.WithFeature(featureValidator), func() {
 	f := framework.NewDefaultFramework("nri-required")
 
-	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", harness.Checks("NRI-REQUIRED-PLUGIN-MISSING"), func(ctx context.Context) {
+	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", harness.Checks("NRI-REQUIRED-PLUGIN-MISSING"), harness.Needs(needs.NRIValidator), func(ctx context.Context) {
 		const missing = "faultline-absent"
 		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/container." + TestContainer, Value: fmt.Sprintf("[%q]", missing)}))

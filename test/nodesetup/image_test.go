@@ -346,7 +346,7 @@ func TestStripHandler(t *testing.T) {
 			t.Errorf("%s: %v", file, err)
 			continue
 		}
-		if strings.Contains(stripped, "faultline-slow") {
+		if strings.Contains(stripped, nodesetup.HandlerName) {
 			t.Errorf("%s: the handler's comment is left:\n%s", file, stripped)
 		}
 		if len(stripped) >= len(text) {

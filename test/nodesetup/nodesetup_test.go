@@ -162,7 +162,7 @@ func TestNodeSetupInstallsAndRemovesTheHandler(t *testing.T) {
 			t.Errorf("delete cluster %s: %v", clusterName, err)
 		}
 	})
-	err = kindcluster.Create(ctx, kindcluster.Settings{Name: clusterName, Runtime: rt.Name, NodeImage: bareImage, CgroupV1: kindcluster.HostIsCgroupV1()},
+	err = kindcluster.Create(ctx, kindcluster.Settings{Name: clusterName, Runtime: rt, NodeImage: bareImage, CgroupV1: kindcluster.HostIsCgroupV1()},
 		kubeconfig, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)

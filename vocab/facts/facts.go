@@ -21,8 +21,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 
+	"github.com/faultline-k8s/faultline/vocab/kubelet"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
@@ -198,9 +198,9 @@ func Read(ctx context.Context, cs kubernetes.Interface) (f Facts, found bool, er
 
 // FromNodes reads what it can of the facts off a cluster's nodes: the
 // runtime and Kubernetes version from node status, the kubelet's
-// runtimeRequestTimeout from its /configz (through the API server's node
-// proxy). The runtime's NRI timeouts are not visible from the API: they
-// are left at zero for the caller to fill (flags, or the defaults).
+// runtimeRequestTimeout from its /configz (vocab/kubelet). The runtime's NRI
+// timeouts are not visible from the API: they are left at zero for the
+// caller to fill (flags, or the defaults).
 func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	nodes, err := cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -237,36 +237,8 @@ func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	return f, nil
 }
 
-// KubeletConfig is what faultline reads of a kubelet's running
-// configuration.
-type KubeletConfig struct {
-	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
-	RuntimeRequestTimeout    string `json:"runtimeRequestTimeout"`
-}
-
-// ReadKubeletConfig reads the kubelet's configuration on node (/configz
-// through the API server's node proxy).
-func ReadKubeletConfig(ctx context.Context, cs kubernetes.Interface, node string) (KubeletConfig, error) {
-	client := cs.CoreV1().RESTClient()
-	if rc, ok := client.(*rest.RESTClient); client == nil || (ok && rc == nil) {
-		// A fake clientset has no REST client: nothing to ask.
-		return KubeletConfig{}, fmt.Errorf("no REST client to reach the kubelet's /configz")
-	}
-	raw, err := client.Get().AbsPath("/api/v1/nodes", node, "proxy", "configz").DoRaw(ctx)
-	if err != nil {
-		return KubeletConfig{}, err
-	}
-	var cfg struct {
-		KubeletConfig KubeletConfig `json:"kubeletconfig"`
-	}
-	if err := json.Unmarshal(raw, &cfg); err != nil {
-		return KubeletConfig{}, fmt.Errorf("kubelet /configz on %s: %w", node, err)
-	}
-	return cfg.KubeletConfig, nil
-}
-
 func kubeletRuntimeRequestTimeout(ctx context.Context, cs kubernetes.Interface, node string) (time.Duration, error) {
-	cfg, err := ReadKubeletConfig(ctx, cs, node)
+	cfg, err := kubelet.ReadConfig(ctx, cs, node)
 	if err != nil {
 		return 0, err
 	}

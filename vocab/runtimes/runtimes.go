@@ -7,7 +7,6 @@ package runtimes
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/faultline-k8s/faultline/vocab/versions"
@@ -40,10 +39,6 @@ type Runtime struct {
 	// create, so runc-slow can slow it. containerd runs it only at start; its
 	// CreateContainer is slowed through the fake NRI plugin instead.
 	CreateContainerRunsOCICreate bool
-	// NRIDiscrepancies are the runtime's known departures from what the NRI
-	// design implies, by requirement (an NRI event name): a spec that sees one
-	// reports it with this text.
-	NRIDiscrepancies map[string]string
 
 	// RunConfig is the template (under clusters/kindcluster/configs, rendered
 	// with the cluster's settings) of the runtime config that carries a
@@ -108,13 +103,9 @@ var all = []Runtime{
 		KindConfig:                   "containerd.yaml",
 		VersionPin:                   "CONTAINERD_VERSION",
 		CreateContainerRunsOCICreate: false,
-		NRIDiscrepancies: map[string]string{
-			"StopPodSandbox": "StopPodSandbox plugin errors are only logged " +
-				`("NRI sandbox stop notification failed", internal/cri/server/sandbox_stop.go); the CRI StopPodSandbox request succeeds`,
-		},
-		RunConfig: "containerd-run.toml.tmpl",
-		Images:    ImagesThroughKind,
-		NodeUnits: []string{"containerd.service"},
+		RunConfig:                    "containerd-run.toml.tmpl",
+		Images:                       ImagesThroughKind,
+		NodeUnits:                    []string{"containerd.service"},
 	},
 	{
 		Name:                         "crio",
@@ -126,12 +117,9 @@ var all = []Runtime{
 		VersionPin:                   "CRIO_VERSION",
 		ReleasesFollowKubernetes:     true,
 		CreateContainerRunsOCICreate: true,
-		NRIDiscrepancies: map[string]string{
-			"StartContainer": "StartContainer plugin errors are only logged as a warning; the container starts",
-		},
-		RunConfig:     "crio-run.conf.tmpl",
-		RunConfigPath: "/etc/crio/crio.conf.d/20-faultline-run.conf",
-		Images:        ImagesThroughSkopeo,
+		RunConfig:                    "crio-run.conf.tmpl",
+		RunConfigPath:                "/etc/crio/crio.conf.d/20-faultline-run.conf",
+		Images:                       ImagesThroughSkopeo,
 		// CRI-O runs containers through conmon; skopeo loads its images (and
 		// brings containers-common: /etc/containers/policy.json, registries.conf).
 		NodePackages:  []string{"conmon", "skopeo"},
@@ -236,22 +224,6 @@ func Parse(values ...string) ([]Runtime, error) {
 
 // SocketPath is the CRI socket's file path (the endpoint without unix://).
 func (r Runtime) SocketPath() string { return strings.TrimPrefix(r.CRISocket, "unix://") }
-
-// Discrepancy returns the known NRI discrepancy of the runtime for requirement.
-func (r Runtime) Discrepancy(requirement string) (string, bool) {
-	text, ok := r.NRIDiscrepancies[requirement]
-	return text, ok
-}
-
-// Requirements lists the requirements with known discrepancies, sorted.
-func (r Runtime) Requirements() []string {
-	keys := make([]string, 0, len(r.NRIDiscrepancies))
-	for k := range r.NRIDiscrepancies {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
 
 func (r Runtime) String() string { return r.Name }
 

@@ -17,6 +17,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/faultline-k8s/faultline/fakes/runcslow/ociruntime"
 )
 
 // capabilityNames lists Linux capabilities by number, as the OCI spec spells them.
@@ -66,41 +68,22 @@ func HostMissing() ([]string, error) {
 
 // FilesToRewrite returns the JSON files an OCI runtime invocation reads its
 // capabilities from: the bundle's config.json for create and run (the bundle
-// defaults to the working directory), the --process file for exec.
+// defaults to the working directory), the --process file for exec. The
+// command line is read as runc-slow reads it (ociruntime.ParseArgs), so that
+// exec's own command line after the container ID is never taken for runc's
+// flags.
 func FilesToRewrite(args []string, workDir string) []string {
-	command := ""
-	bundle, process := "", ""
-	for i := 0; i < len(args); i++ {
-		arg := args[i]
-		value := func() string {
-			if i+1 < len(args) {
-				i++
-				return args[i]
-			}
-			return ""
-		}
-		switch {
-		case arg == "--bundle" || arg == "-b":
-			bundle = value()
-		case strings.HasPrefix(arg, "--bundle="):
-			bundle = strings.TrimPrefix(arg, "--bundle=")
-		case arg == "--process" || arg == "-p":
-			process = value()
-		case strings.HasPrefix(arg, "--process="):
-			process = strings.TrimPrefix(arg, "--process=")
-		case command == "" && (arg == "create" || arg == "run" || arg == "exec"):
-			command = arg
-		}
-	}
-	switch command {
+	inv := ociruntime.ParseArgs(args)
+	switch inv.Command {
 	case "create", "run":
+		bundle := inv.Bundle
 		if bundle == "" {
 			bundle = workDir
 		}
 		return []string{filepath.Join(bundle, "config.json")}
 	case "exec":
-		if process != "" {
-			return []string{process}
+		if inv.Process != "" {
+			return []string{inv.Process}
 		}
 	}
 	return nil

@@ -37,6 +37,9 @@ func TestFilesToRewrite(t *testing.T) {
 		{"run in working dir", []string{"run", "id"}, []string{"/wd/config.json"}},
 		{"exec with process", []string{"--root", "/r", "exec", "--process", "/tmp/p.json", "--detach", "id"}, []string{"/tmp/p.json"}},
 		{"exec without process", []string{"exec", "id", "ls"}, nil},
+		{"exec's own command line is not runc's", []string{"exec", "id", "sh", "--process", "/x.json"}, nil},
+		{"shim exec", []string{"--root", "/r", "--log", "/l", "--log-format", "json", "exec", "--process", "/tmp/runc-process1", "--pid-file", "/p", "--detach", "id"}, []string{"/tmp/runc-process1"}},
+		{"a global value named like a command", []string{"--root", "run", "start", "id"}, nil},
 		{"start needs nothing", []string{"start", "id"}, nil},
 		{"delete needs nothing", []string{"delete", "--force", "id"}, nil},
 	} {

@@ -10,6 +10,7 @@ package ociruntime
 //	  runc --root /run/containerd/runc/k8s.io --log /run/.../log.json --log-format json [--systemd-cgroup] [--rootless=true]
 //	       create --bundle /run/.../<id> --pid-file /run/.../init.pid [--console-socket S] [--no-pivot] [--preserve-fds N] <id>
 //	  runc --root ... start <id> | kill [--all] <id> <signal> | delete [--force] <id>
+//	  runc --root ... exec --process /tmp/runc-process... --pid-file P --detach <id>
 //	CRI-O's conmon:
 //	  runc [--systemd-cgroup] --root=/run/runc [--log-format=json --log L] create --bundle B --pid-file P [--no-pivot]
 //	       [--no-new-keyring] [--console-socket S] <id>
@@ -26,6 +27,9 @@ type Invocation struct {
 	Command string // create, start, kill, delete, state, ...; "" when there is none
 	ID      string // the container ID, "" for commands without one
 	Bundle  string // create and run only; "" means the working directory
+	// Process is exec's --process: a JSON file describing the process to
+	// run; "" when exec takes it from the words after the ID.
+	Process string
 	// Root, Log and LogFormat are the global flags of the same name: where
 	// the runtime keeps its state, and where and how it wants runc's log
 	// (the wrapper writes its refusals there too, so the runtime shows
@@ -158,15 +162,19 @@ func ParseArgs(args []string) Invocation {
 			value = args[i]
 			i++
 		}
-		if name == "bundle" || name == "b" {
+		switch name {
+		case "bundle", "b":
 			inv.Bundle = value
+		case "process", "p":
+			inv.Process = value
 		}
 	}
 	return inv
 }
 
 // Args is the command line that ParseArgs reads as inv, for tests: the
-// global flags with their values, the command, --bundle and the ID.
+// global flags with their values, the command, --bundle, --process and the
+// ID.
 func (inv Invocation) Args() []string {
 	var out []string
 	for _, f := range []struct{ name, value string }{{"root", inv.Root}, {"log", inv.Log}, {"log-format", inv.LogFormat}} {
@@ -183,6 +191,9 @@ func (inv Invocation) Args() []string {
 	out = append(out, inv.Command)
 	if inv.Bundle != "" {
 		out = append(out, "--bundle="+inv.Bundle)
+	}
+	if inv.Process != "" {
+		out = append(out, "--process="+inv.Process)
 	}
 	if inv.ID != "" {
 		if _, _, _, isFlag := splitFlag(inv.ID); isFlag || inv.ID == "--" {

@@ -48,7 +48,12 @@ var realCommandLines = []struct {
 	{"unknown bool global flag", "--new-flag create --bundle B ID", Invocation{Command: "create", ID: "ID", Bundle: "B"}},
 	{"unknown global flag with a value", "--new-flag v --debug start ID", Invocation{Command: "start", ID: "ID"}},
 	{"terminator", "--root /r -- delete -- -odd-id", Invocation{Command: "delete", ID: "-odd-id", Root: "/r"}},
-	{"exec", "--root /r exec --process /p.json ID sh -c --bundle=x", Invocation{Command: "exec", ID: "ID", Root: "/r"}},
+	{"exec", "--root /r exec --process /p.json ID sh -c --bundle=x", Invocation{Command: "exec", ID: "ID", Root: "/r", Process: "/p.json"}},
+	// containerd's shim (and Docker's) for an exec: the process in a file.
+	{"shim exec", "--root /r --log L --log-format json exec --process /tmp/runc-process1 --pid-file /p --detach abc",
+		Invocation{Command: "exec", ID: "abc", Root: "/r", Log: "L", LogFormat: "json", Process: "/tmp/runc-process1"}},
+	{"exec -p=", "exec -p=/p.json ID", Invocation{Command: "exec", ID: "ID", Process: "/p.json"}},
+	{"exec's own command line", "exec ID sh --process /x", Invocation{Command: "exec", ID: "ID"}},
 	{"state", "--root /r state abc", Invocation{Command: "state", ID: "abc", Root: "/r"}},
 	{"features", "features", Invocation{Command: "features"}},
 	{"version", "--version", Invocation{}},

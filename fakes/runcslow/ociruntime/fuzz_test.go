@@ -39,11 +39,13 @@ func FuzzParseArgs(f *testing.F) {
 		if inv.ID != "" && !isWord(inv.ID) {
 			t.Errorf("ID %q is no word of %q", inv.ID, args)
 		}
-		if inv.Command == "" && (inv.ID != "" || inv.Bundle != "") {
-			t.Errorf("no command, yet ID %q, bundle %q", inv.ID, inv.Bundle)
+		if inv.Command == "" && (inv.ID != "" || inv.Bundle != "" || inv.Process != "") {
+			t.Errorf("no command, yet ID %q, bundle %q, process %q", inv.ID, inv.Bundle, inv.Process)
 		}
-		if inv.Bundle != "" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, inv.Bundle) }) {
-			t.Errorf("bundle %q is in no word of %q", inv.Bundle, args)
+		for what, value := range map[string]string{"bundle": inv.Bundle, "process": inv.Process} {
+			if value != "" && !slices.ContainsFunc(args, func(a string) bool { return strings.HasSuffix(a, value) }) {
+				t.Errorf("%s %q is in no word of %q", what, value, args)
+			}
 		}
 		if again := ParseArgs(inv.Args()); again != inv {
 			t.Errorf("ParseArgs(%q) = %+v, but its canonical form %q reads %+v", args, inv, inv.Args(), again)
