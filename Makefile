@@ -60,7 +60,7 @@ FUZZ_TARGETS = \
 	./nodesetup:FuzzContainerdPlan \
 	./nodesetup:FuzzCRIOPlan \
 	./nodesetup:FuzzParseReport \
-	./verdicts:FuzzParseExpectations
+	./judge/verdicts:FuzzParseExpectations
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
