@@ -18,7 +18,7 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 	}
 	widths := make([]int, len(r.Stacks))
 	for i, s := range r.Stacks {
-		widths[i] = max(utf8.RuneCountInString(s.Key), 2)
+		widths[i] = max(utf8.RuneCountInString(s.Heading()), 2)
 		for _, req := range r.Requirements {
 			widths[i] = max(widths[i], utf8.RuneCountInString(Cell(r.Verdict(req.ID, s.Key))))
 		}
@@ -33,7 +33,7 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 	}
 	heads := make([]string, len(r.Stacks))
 	for i, s := range r.Stacks {
-		heads[i] = s.Key
+		heads[i] = s.Heading()
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, CheckedLine(r)+".")

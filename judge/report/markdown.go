@@ -70,7 +70,7 @@ func writeMarkdownHeader(w io.Writer, r *verdicts.Report) {
 func WriteMarkdownGrid(w io.Writer, r *verdicts.Report) {
 	fmt.Fprint(w, "| requirement |")
 	for _, s := range r.Stacks {
-		fmt.Fprintf(w, " %s |", s.Key)
+		fmt.Fprintf(w, " %s |", s.Heading())
 	}
 	fmt.Fprint(w, "\n|---|")
 	for range r.Stacks {

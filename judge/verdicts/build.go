@@ -2,12 +2,12 @@ package verdicts
 
 import (
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // Header is what a report says about the run as a whole.
@@ -210,7 +210,7 @@ func Build(runs []Run, expectations ExpectationSet, header Header) *Report {
 			rows[id] = true
 		}
 		for _, id := range requirements.Sorted(ids) {
-			rep.Verdicts = append(rep.Verdicts, judge(id, stack.Key, perReq[id], x.For(id), header.OwnClusters))
+			rep.Verdicts = append(rep.Verdicts, judge(id, stack.Key, perReq[id], x.For(id, stack.KubernetesVersion), header.OwnClusters))
 		}
 	}
 	var ids []string

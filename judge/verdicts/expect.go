@@ -7,9 +7,11 @@ import (
 	"path/filepath"
 	"strings"
 
+	"golang.org/x/mod/semver"
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // Expectation says what one requirement is known to give on a stack, and why.
@@ -25,12 +27,45 @@ type Expectation struct {
 	Reference string `json:"reference"`
 	// Evidence says which runs showed a varying verdict.
 	Evidence string `json:"evidence,omitempty"`
+	// From and Until bound the Kubernetes patch releases of the stack's
+	// minor the expectation holds for, both included ("v1.36.4"); empty,
+	// no bound. A requirement may have several expectations whose ranges
+	// do not overlap: "fails until v1.36.3", and nothing from v1.36.4 on.
+	From  string `json:"from,omitempty"`
+	Until string `json:"until,omitempty"`
 	// Causes name the ways the stack is known to break the requirement
 	// (causes the requirement declares in judge/requirements/catalogue.yaml):
 	// every failing spec of the requirement must have failed with one of
 	// them, and a failure with another cause is unexpected. Required where
 	// a failure is expected; requirements.HarnessCause is never expected.
 	Causes []string `json:"causes,omitempty"`
+}
+
+// Covers says whether the expectation holds for Kubernetes release v. A
+// stack whose release is unknown ("") is covered only by an expectation
+// without bounds.
+func (e Expectation) Covers(v string) bool {
+	if e.From == "" && e.Until == "" {
+		return true
+	}
+	if !semver.IsValid(v) {
+		return false
+	}
+	return (e.From == "" || semver.Compare(v, e.From) >= 0) && (e.Until == "" || semver.Compare(v, e.Until) <= 0)
+}
+
+// Patches says which releases the expectation holds for, for a reader:
+// "" when every one.
+func (e Expectation) Patches() string {
+	switch {
+	case e.From != "" && e.Until != "":
+		return e.From + " to " + e.Until
+	case e.From != "":
+		return "from " + e.From
+	case e.Until != "":
+		return "until " + e.Until
+	}
+	return ""
 }
 
 // AllowsFail says whether the expectation accepts a failure.
@@ -91,14 +126,15 @@ type Expectations struct {
 	File string `json:"-"`
 }
 
-// For returns the expectation for requirement id, or nil.
-func (x *Expectations) For(id string) *Expectation {
+// For returns the expectation for requirement id on Kubernetes release
+// kubernetes ("v1.36.5"), or nil: the one whose patch range covers it.
+func (x *Expectations) For(id, kubernetes string) *Expectation {
 	if x == nil {
 		return nil
 	}
 	for i := range x.Expect {
-		if x.Expect[i].Requirement == id {
-			return &x.Expect[i]
+		if e := &x.Expect[i]; e.Requirement == id && e.Covers(kubernetes) {
+			return e
 		}
 	}
 	return nil
@@ -124,22 +160,24 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 	if len(x.Drop) > 0 && x.Extends == "" {
 		errs = append(errs, "drop goes with extends only")
 	}
-	seen := map[string]bool{}
+	dropped := map[string]bool{}
 	for _, id := range x.Drop {
 		if _, ok := requirements.Lookup(id); !ok {
 			errs = append(errs, "drop "+id+": not a requirement of judge/requirements/catalogue.yaml")
 		}
-		seen[id] = true
+		dropped[id] = true
 	}
+	seen := map[string][]Expectation{}
 	for i, e := range x.Expect {
 		where := fmt.Sprintf("expect[%d] (%s)", i, e.Requirement)
 		if _, ok := requirements.Lookup(e.Requirement); !ok {
 			errs = append(errs, where+": not a requirement of judge/requirements/catalogue.yaml")
 		}
-		if seen[e.Requirement] {
-			errs = append(errs, where+": named twice")
+		if dropped[e.Requirement] {
+			errs = append(errs, where+": named twice (also dropped)")
 		}
-		seen[e.Requirement] = true
+		errs = append(errs, checkPatches(where, x.Stack, e, seen[e.Requirement])...)
+		seen[e.Requirement] = append(seen[e.Requirement], e)
 		switch e.Verdict {
 		case ExpectFail, ExpectNotImplemented, ExpectSkipped:
 			if len(e.Outcomes) > 0 {
@@ -172,6 +210,45 @@ func ParseExpectations(data []byte, file string) (*Expectations, error) {
 		return nil, fmt.Errorf("%s:\n  %s", file, strings.Join(errs, "\n  "))
 	}
 	return &x, nil
+}
+
+// checkPatches: bounds are releases of the stack's minor, from before
+// until; a requirement named again holds for other releases (neither
+// expectation unbounded, their ranges apart).
+func checkPatches(where, stack string, e Expectation, before []Expectation) []string {
+	var errs []string
+	minor := Minor(stack)
+	for _, b := range []struct{ name, v string }{{"from", e.From}, {"until", e.Until}} {
+		switch {
+		case b.v == "":
+		case !versions.IsRelease(b.v) || !semver.IsValid(b.v):
+			errs = append(errs, fmt.Sprintf("%s: %s %q: want a release like v1.36.4", where, b.name, b.v))
+		case versions.Minor(b.v) != minor:
+			errs = append(errs, fmt.Sprintf("%s: %s %s is not a release of %s, the stack's minor", where, b.name, b.v, minor))
+		}
+	}
+	if e.From != "" && e.Until != "" && semver.Compare(e.From, e.Until) > 0 {
+		errs = append(errs, fmt.Sprintf("%s: from %s comes after until %s", where, e.From, e.Until))
+	}
+	for _, o := range before {
+		if overlap(e, o) {
+			errs = append(errs, fmt.Sprintf("%s: named twice for the same releases (%q and %q): bound both with from/until, apart", where, o.Patches(), e.Patches()))
+		}
+	}
+	return errs
+}
+
+// overlap says whether two expectations hold for a common release.
+func overlap(a, b Expectation) bool {
+	lowA, lowB := a.From, b.From
+	// a ends before b begins, or b before a.
+	if a.Until != "" && lowB != "" && semver.Compare(a.Until, lowB) < 0 {
+		return false
+	}
+	if b.Until != "" && lowA != "" && semver.Compare(b.Until, lowA) < 0 {
+		return false
+	}
+	return true
 }
 
 // checkCauses: an expected failure names its causes, each declared by the

@@ -43,13 +43,13 @@ expect:
 		t.Fatal(err)
 	}
 	x := set["containerd-1.37"]
-	if e := x.For("DRA-PERMANENT-FAILS-POD"); e == nil || e.Verdict != ExpectNotImplemented {
+	if e := x.For("DRA-PERMANENT-FAILS-POD", ""); e == nil || e.Verdict != ExpectNotImplemented {
 		t.Errorf("inherited expectation lost: %+v", e)
 	}
-	if e := x.For("DRA-EVERY-FAILING-CLAIM-NAMED"); e == nil || e.Verdict != ExpectSkipped {
+	if e := x.For("DRA-EVERY-FAILING-CLAIM-NAMED", ""); e == nil || e.Verdict != ExpectSkipped {
 		t.Errorf("own expectation not kept: %+v", e)
 	}
-	if e := x.For("DRA-DEADLINE-ERROR-NAMED"); e != nil {
+	if e := x.For("DRA-DEADLINE-ERROR-NAMED", ""); e != nil {
 		t.Errorf("dropped expectation kept: %+v", e)
 	}
 	if len(set["containerd-1.36"].Expect) != 3 {

@@ -8,6 +8,8 @@ package verdicts
 import (
 	"strings"
 	"time"
+
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // State is what a requirement's specs showed on a stack.
@@ -94,6 +96,17 @@ func (v Verdict) Counts() map[State]int {
 		c[s]++
 	}
 	return c
+}
+
+// Minor is the Kubernetes minor a stack key names: "1.36" of
+// "containerd-1.36+nri-v0.12.5"; "" when it names none.
+func Minor(key string) string {
+	base := BaseKey(key)
+	i := strings.LastIndex(base, "-")
+	if i < 0 {
+		return ""
+	}
+	return versions.Minor(base[i+1:])
 }
 
 // BaseKey is a stack key without its variant: the stack whose

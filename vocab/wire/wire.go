@@ -97,6 +97,16 @@ type Node struct {
 	Architecture     string `json:"architecture"`
 }
 
+// Heading names the stack and the Kubernetes patch it ran, for a grid's
+// head: "containerd-1.36 (v1.36.5)"; the key alone when the patch is
+// unknown. Expectations can differ by patch, so the grid says which.
+func (s StackInfo) Heading() string {
+	if s.KubernetesVersion == "" {
+		return s.Key
+	}
+	return s.Key + " (" + s.KubernetesVersion + ")"
+}
+
 // Column is how a grid heads the stack's column.
 func (s StackInfo) Column() string {
 	col := s.Runtime
