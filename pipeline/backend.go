@@ -182,6 +182,15 @@ func (b *realBackend) BuildNodeImage(ctx context.Context, st Stack) (string, err
 	return ref, nil
 }
 
+// sources are what a stack's node image builds instead of the pins.
+func (b *realBackend) sources(st Stack) nodeimage.Sources {
+	src := nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, NRI: b.opts.NRIVersion, KubernetesPatches: b.opts.KubernetesPatches}
+	if st.Runtime.Name == "containerd" {
+		src.Containerd, src.ContainerdVersion = b.opts.ContainerdSrc, b.opts.ContainerdVersion
+	}
+	return src
+}
+
 // nodeImageBuilder builds (or finds) a stack's node image.
 func (b *realBackend) nodeImageBuilder(ctx context.Context, st Stack, log io.Writer) (*nodeimage.Builder, error) {
 	pins, err := versions.ForKubernetes(st.Kubernetes)
@@ -190,7 +199,7 @@ func (b *realBackend) nodeImageBuilder(ctx context.Context, st Stack, log io.Wri
 	}
 	return nodeimage.NewBuilder(ctx, nodeimage.Options{
 		Pins:     pins,
-		Sources:  nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, Containerd: b.opts.ContainerdSrc, NRI: b.opts.NRIVersion, KubernetesPatches: b.opts.KubernetesPatches},
+		Sources:  b.sources(st),
 		Runtime:  st.Runtime,
 		CacheDir: b.opts.CacheDir,
 		RepoRoot: b.opts.RepoRoot,

@@ -81,6 +81,9 @@ type Options struct {
 	Workers int
 	// KubernetesSrc and ContainerdSrc stand in for the pinned releases.
 	KubernetesSrc, ContainerdSrc string
+	// ContainerdVersion is a containerd release containerd stacks build
+	// instead of the pinned one (their stack's variant says which).
+	ContainerdVersion string
 	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
 	// zero is the default in vocab/facts.
 	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
@@ -189,7 +192,7 @@ func (o *Options) Stacks() []Stack {
 	var out []Stack
 	for _, kube := range kubes {
 		for _, rt := range o.Runtimes {
-			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name, Variant: o.Variant()}
+			st := Stack{Runtime: rt, Kubernetes: kube, Label: rt.Name, Variant: o.variantOf(rt)}
 			if len(kubes) > 1 {
 				st.Label = wire.StackKey(rt.Name, kube, "")
 			}
@@ -226,6 +229,19 @@ func (o *Options) Variant() string {
 		parts = append(parts, "feature-gates")
 	}
 	return strings.Join(parts, "+")
+}
+
+// variantOf is the run's variant on a stack of runtime rt: another
+// containerd release changes only containerd's stacks ("containerd-v2.3.7").
+func (o *Options) variantOf(rt runtimes.Runtime) string {
+	v := o.Variant()
+	if o.ContainerdVersion == "" || rt.Name != "containerd" {
+		return v
+	}
+	if v == "" {
+		return "containerd-" + o.ContainerdVersion
+	}
+	return "containerd-" + o.ContainerdVersion + "+" + v
 }
 
 // numberedPatch is a file of a numbered series (git format-patch names them

@@ -788,6 +788,39 @@ func TestVariant(t *testing.T) {
 	if st := o.Stacks(); len(st) != 1 || st[0].Variant != "nri-v0.12.5" || st[0].Label != "containerd" {
 		t.Errorf("Stacks = %+v", st)
 	}
+	// Another containerd release changes only the containerd stack.
+	o = Options{Runtimes: []runtimes.Runtime{runtimes.MustLookup("containerd"), runtimes.MustLookup("crio")}, ContainerdVersion: "v2.3.7", NRIVersion: "v0.12.5"}
+	if st := o.Stacks(); len(st) != 2 || st[0].Variant != "containerd-v2.3.7+nri-v0.12.5" || st[1].Variant != "nri-v0.12.5" {
+		t.Errorf("Stacks = %+v", st)
+	}
+}
+
+// --containerd-version needs a containerd stack, a release, and no other
+// containerd source.
+func TestContainerdVersionChecked(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Options)
+		want string
+	}{
+		{"crio only", func(o *Options) { o.Runtimes = []runtimes.Runtime{runtimes.MustLookup("crio")} }, "is for"},
+		{"not a release", func(o *Options) { o.ContainerdVersion = "main" }, "want a containerd release"},
+		{"with a checkout", func(o *Options) { o.ContainerdSrc = t.TempDir() }, "does not go with"},
+	} {
+		o := testOptions(t)
+		o.ContainerdVersion = "v2.3.7"
+		tc.edit(&o)
+		_, err := prepare(o)
+		var refused OptionErrors
+		if !errors.As(err, &refused) || !strings.Contains(err.Error(), tc.want) || refused[0].Field != "ContainerdVersion" {
+			t.Errorf("%s: %v, want a refusal of ContainerdVersion saying %q", tc.name, err, tc.want)
+		}
+	}
+	o := testOptions(t)
+	o.ContainerdVersion = "v2.3.7"
+	if _, err := prepare(o); err != nil {
+		t.Errorf("a containerd release: %v", err)
+	}
 }
 
 func TestLabelFilter(t *testing.T) {

@@ -341,7 +341,7 @@ func (o Options) checkExistingCluster(bad *OptionErrors) {
 		set   bool
 	}{
 		{"KubernetesPatches", len(o.KubernetesPatches) > 0}, {"FeatureGates", len(o.FeatureGates) > 0}, {"Workers", o.Workers != 0},
-		{"NodeImage", o.NodeImage != ""}, {"KubernetesSrc", o.KubernetesSrc != ""}, {"ContainerdSrc", o.ContainerdSrc != ""}, {"NRIVersion", o.NRIVersion != ""},
+		{"NodeImage", o.NodeImage != ""}, {"KubernetesSrc", o.KubernetesSrc != ""}, {"ContainerdSrc", o.ContainerdSrc != ""}, {"ContainerdVersion", o.ContainerdVersion != ""}, {"NRIVersion", o.NRIVersion != ""},
 	} {
 		if c.set {
 			bad.add(c.field, "%s builds a cluster; it does not go with %s", option("Kubeconfig"))
@@ -359,6 +359,18 @@ func (o Options) checkRuntimeSources(bad *OptionErrors) {
 	}
 	if o.ContainerdSrc != "" && !o.runsContainerd() {
 		bad.add("ContainerdSrc", "%s is for %s containerd", option("Runtimes"))
+	}
+	if v := o.ContainerdVersion; v != "" {
+		switch {
+		case !o.runsContainerd():
+			bad.add("ContainerdVersion", "%s is for %s containerd", option("Runtimes"))
+		case !versions.IsRelease(v):
+			bad.add("ContainerdVersion", "%s %q: want a containerd release like v2.3.7", v)
+		case o.ContainerdSrc != "":
+			bad.add("ContainerdVersion", "%s builds a release; it does not go with %s", option("ContainerdSrc"))
+		case o.NodeImage != "":
+			bad.add("ContainerdVersion", "%s builds a node image; it does not go with %s", option("NodeImage"))
+		}
 	}
 	for _, src := range []struct{ field, dir string }{{"KubernetesSrc", o.KubernetesSrc}, {"ContainerdSrc", o.ContainerdSrc}} {
 		if src.dir == "" {

@@ -55,6 +55,15 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if v := opts.Sources.NRI; v != "" && !versions.IsRelease(v) {
 		return nil, fmt.Errorf("--nri-version %q: want a release like v0.12.5", v)
 	}
+	if v := opts.Sources.ContainerdVersion; v != "" {
+		switch {
+		case !versions.IsRelease(v):
+			return nil, fmt.Errorf("--containerd-version %q: want a release like v2.3.7", v)
+		case opts.Sources.Containerd != "":
+			return nil, fmt.Errorf("--containerd-version builds a release; with --containerd-src, check it out in the source tree")
+		}
+		opts.Pins = opts.Pins.With("CONTAINERD_VERSION", v)
+	}
 	if len(opts.Sources.KubernetesPatches) > 0 {
 		if opts.Sources.Kubernetes != "" {
 			return nil, fmt.Errorf("--kubernetes-patch applies to the pinned release; with --kubernetes-src, apply it to the checkout")
@@ -75,6 +84,15 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("go toolchain not usable: %v", err)
 	}
+	pins, changed, err := patchPins(ctx, opts.Pins, opts.Sources.Kubernetes)
+	if err != nil {
+		return nil, err
+	}
+	if pinned, ok := opts.Pins.Patched(); ok {
+		fmt.Fprintf(opts.Log, "nodeimage: Kubernetes %s takes the pins of %s, its minor's pinned patch; its kubeadm changes %s\n",
+			pins.Kubernetes(), pinned, orNothing(changed))
+	}
+	opts.Pins = pins
 	return &Builder{Options: opts, cache: hostCache{}, goVersion: strings.TrimSpace(string(out))}, nil
 }
 
@@ -488,4 +506,11 @@ func (hostCache) HasDir(path string) bool {
 
 func (hostCache) HasImage(ref string) bool {
 	return exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", ref).Run() == nil
+}
+
+func orNothing(changed []string) string {
+	if len(changed) == 0 {
+		return "nothing"
+	}
+	return strings.Join(changed, ", ")
 }

@@ -56,6 +56,9 @@ func (c GoComponent) Binaries() []string {
 type Sources struct {
 	Kubernetes string
 	Containerd string
+	// ContainerdVersion is a containerd release the module proxy serves,
+	// built instead of the pinned one (CONTAINERD_VERSION); empty: the pin.
+	ContainerdVersion string
 	// NRI is a github.com/containerd/nri release the runtime is built with
 	// instead of the one its go.mod requires (a replace in its build, so
 	// newer or older); empty: its own.

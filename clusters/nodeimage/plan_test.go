@@ -496,3 +496,32 @@ func TestNewBuilderWantsARuntime(t *testing.T) {
 		t.Errorf("err = %v, want no runtime given", err)
 	}
 }
+
+// --containerd-version builds that containerd release: the component, its
+// version stamp and the node image's key follow it; a bad one is refused.
+func TestContainerdVersionSwapsThePin(t *testing.T) {
+	opts := Options{Pins: versions.Default(), Runtime: containerdRuntime, CacheDir: t.TempDir(), RepoRoot: "../..",
+		Sources: Sources{ContainerdVersion: "v2.3.7"}}
+	b, err := NewBuilder(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := containerdComponent(b.Pins, b.Sources); c.Version != "v2.3.7" || !strings.Contains(strings.Join(c.LDFlags, " "), "Version=v2.3.7") {
+		t.Errorf("containerd component %+v", c)
+	}
+	if versions.Default().Get("CONTAINERD_VERSION") == "v2.3.7" {
+		t.Fatal("the default pins changed")
+	}
+	base := mustPlan(t, testBuilder(fakeCache{}, nil))
+	swapped := mustPlan(t, &Builder{Options: b.Options, cache: fakeCache{}, goVersion: "go1.26.8"})
+	if base.NodeImage() == swapped.NodeImage() {
+		t.Errorf("the node image %s does not change with the containerd release", base.NodeImage())
+	}
+	for _, bad := range []Sources{{ContainerdVersion: "latest"}, {ContainerdVersion: "v2.3.7", Containerd: "/src/containerd"}} {
+		o := opts
+		o.Sources = bad
+		if _, err := NewBuilder(context.Background(), o); err == nil {
+			t.Errorf("%+v: accepted", bad)
+		}
+	}
+}

@@ -50,6 +50,7 @@ func init() {
 			fs.IntVar(&o.Workers, "workers", 0, "worker nodes of new clusters beside the control plane (0: one node); pods network across nodes; the stacks' keys say multinode")
 			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
+			fs.StringVar(&o.ContainerdVersion, "containerd-version", "", "build this containerd release (one the Go module proxy serves, e.g. v2.3.7) instead of the pinned one; the containerd stacks' variant names it")
 			fs.DurationVar(&o.RuntimeRequestTimeout, "runtime-request-timeout", 0, "kubelet runtimeRequestTimeout of new clusters (default: vocab/facts, 30s)")
 			fs.IntVar(&o.Repeat, "repeat", 1, "run the selection this many times on each cluster; the report says per requirement whether its verdict varied")
 			fs.StringVar(&o.Expectations, "expectations", "", "judge by these expectations (a file or a directory of <runtime>-<major.minor>.yaml) instead of the built-in ones")

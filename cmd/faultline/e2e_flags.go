@@ -31,6 +31,7 @@ var e2eFlags = map[string]string{
 	"Workers":               "--workers",
 	"FeatureGates":          "--feature-gates",
 	"ContainerdSrc":         "--containerd-src",
+	"ContainerdVersion":     "--containerd-version",
 	"RuntimeRequestTimeout": "--runtime-request-timeout",
 	"NRIRequestTimeout":     "--nri-request-timeout",
 	"Repeat":                "--repeat",

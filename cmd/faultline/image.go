@@ -26,6 +26,7 @@ func init() {
 			var patches listFlag
 			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes release before building it; repeatable, applied in order")
 			fs.StringVar(&opts.Sources.Containerd, "containerd-src", "", "local containerd checkout to build instead of the pinned release")
+			fs.StringVar(&opts.Sources.ContainerdVersion, "containerd-version", "", "containerd release to build instead of the pinned one (one the Go module proxy serves, e.g. v2.3.7)")
 			fs.StringVar(&opts.DebianMirror, "debian-mirror", "", "Debian archive for debootstrap (default: the one apt uses here)")
 			fs.BoolVar(&opts.Force, "force", false, "rebuild everything, ignoring the cache")
 			planOnly := fs.Bool("plan", false, "print what would be built or reused, and stop")

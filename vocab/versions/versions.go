@@ -17,8 +17,9 @@ import (
 //go:embed versions.env
 var pinned []byte
 
-// releases holds, per other Kubernetes release faultline runs, the pins that
-// differ from versions.env (kubernetes/<version>.env).
+// releases holds, per other Kubernetes minor faultline runs, the pins that
+// differ from versions.env (kubernetes/<major.minor>.env): its newest served
+// patch and what follows the release.
 //
 //go:embed kubernetes/*.env
 var releases embed.FS
@@ -52,33 +53,86 @@ func Default() Pins {
 	return p
 }
 
-// Kubernetes lists the Kubernetes releases faultline has pins for, the
-// default (versions.env) first.
+// Kubernetes lists the pinned Kubernetes releases, one per supported minor,
+// the default (versions.env) first, then newest minor first.
 func Kubernetes() []string {
 	out := []string{Default().Kubernetes()}
 	files, _ := releases.ReadDir("kubernetes")
-	for _, f := range files {
-		out = append(out, strings.TrimSuffix(f.Name(), ".env"))
+	for i := len(files) - 1; i >= 0; i-- {
+		if p, err := minorPins(strings.TrimSuffix(files[i].Name(), ".env")); err == nil {
+			out = append(out, p.Kubernetes())
+		}
 	}
 	return out
 }
 
-// ForKubernetes returns the pins of one Kubernetes release: versions.env
-// with the release's own pins over it. An empty version is the default.
+// ForKubernetes returns the pins of one Kubernetes release: the pins of its
+// minor (versions.env, or kubernetes/<minor>.env over it), and for another
+// patch of that minor than the pinned one, the same pins with its own
+// KUBERNETES_VERSION (Patched says so). An empty version is the default.
 func ForKubernetes(version string) (Pins, error) {
 	p := Default()
 	if version == "" || version == p.Kubernetes() {
 		return p, nil
 	}
-	data, err := releases.ReadFile(path.Join("kubernetes", version+".env"))
+	if !IsRelease(version) {
+		return nil, fmt.Errorf("Kubernetes %q: want a release like v1.36.5", version)
+	}
+	minor := Minor(version)
+	if minor != Minor(p.Kubernetes()) {
+		var err error
+		if p, err = minorPins(minor); err != nil {
+			return nil, err
+		}
+	}
+	if version == p.Kubernetes() {
+		return p, nil
+	}
+	out := Pins{}
+	for k, v := range p {
+		out[k] = v
+	}
+	out["KUBERNETES_VERSION"], out[pinnedPatch] = version, p.Kubernetes()
+	return out, nil
+}
+
+// pinnedPatch records, in the pins of another patch than the minor's pinned
+// one, which patch the other pins were made for (kubeadm's tags are those of
+// that patch until the node image builder checks the patch's own).
+const pinnedPatch = "PINNED_PATCH"
+
+// Patched says whether the pins are those of another patch than the one
+// its minor pins (ForKubernetes), and which patch they were made for.
+func (p Pins) Patched() (pinned string, ok bool) {
+	pinned, ok = p[pinnedPatch]
+	return pinned, ok
+}
+
+// With returns the pins with one pin set to another version (a release the
+// run builds instead of the pinned one: --containerd-version).
+func (p Pins) With(key, version string) Pins {
+	out := Pins{}
+	for k, v := range p {
+		out[k] = v
+	}
+	out[key] = version
+	return out
+}
+
+// minorPins reads kubernetes/<minor>.env over versions.env.
+func minorPins(minor string) (Pins, error) {
+	data, err := releases.ReadFile(path.Join("kubernetes", minor+".env"))
 	if err != nil {
-		return nil, fmt.Errorf("no pins for Kubernetes %q (have %s)", version, strings.Join(Kubernetes(), ", "))
+		return nil, fmt.Errorf("no pins for Kubernetes %s (pinned: %s and the minors of kubernetes/*.env)", minor, Minor(Default().Kubernetes()))
 	}
 	over, err := parseLines(data)
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes/%s.env: %w", version, err)
+		return nil, fmt.Errorf("kubernetes/%s.env: %w", minor, err)
 	}
-	return p.with(version, over)
+	if Minor(over["KUBERNETES_VERSION"]) != minor {
+		return nil, fmt.Errorf("kubernetes/%s.env sets KUBERNETES_VERSION=%q, not a %s release", minor, over["KUBERNETES_VERSION"], minor)
+	}
+	return Default().with(over["KUBERNETES_VERSION"], over)
 }
 
 // with lays a release's pins over p.

@@ -116,3 +116,50 @@ func TestEveryKubernetesRelease(t *testing.T) {
 		t.Error("a release file must pin its own release")
 	}
 }
+
+// Each supported minor has its pins; another served patch of a pinned minor
+// takes them with its own release, marked Patched; a minor without pins is
+// refused.
+func TestPinsPerMinorAndPatch(t *testing.T) {
+	got := Kubernetes()
+	if len(got) < 3 || got[0] != Default().Kubernetes() {
+		t.Fatalf("Kubernetes() = %v: want the default first and a release per supported minor", got)
+	}
+	minors := map[string]bool{}
+	for _, v := range got {
+		if minors[Minor(v)] {
+			t.Errorf("minor %s pinned twice in %v", Minor(v), got)
+		}
+		minors[Minor(v)] = true
+		p, err := ForKubernetes(v)
+		if err != nil {
+			t.Fatalf("%s: %v", v, err)
+		}
+		if p.Kubernetes() != v {
+			t.Errorf("%s: pins of %s", v, p.Kubernetes())
+		}
+		if _, patched := p.Patched(); patched {
+			t.Errorf("%s is pinned, yet Patched", v)
+		}
+	}
+	pinned := got[1]
+	other := "v" + Minor(pinned) + ".0"
+	p, err := ForKubernetes(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if from, patched := p.Patched(); !patched || from != pinned || p.Kubernetes() != other {
+		t.Errorf("%s: Kubernetes %s, patched %v from %s; want its own release on %s's pins", other, p.Kubernetes(), patched, from, pinned)
+	}
+	base, _ := ForKubernetes(pinned)
+	for _, k := range []string{"ETCD_IMAGE_TAG", "COREDNS_VERSION", "CRIO_VERSION", "CONTAINERD_VERSION"} {
+		if p[k] != base[k] {
+			t.Errorf("%s: %s=%s, want the minor's %s", other, k, p[k], base[k])
+		}
+	}
+	for _, bad := range []string{"v1.20.1", "1.36.3", "v1.36", "latest"} {
+		if _, err := ForKubernetes(bad); err == nil {
+			t.Errorf("%q: pins given", bad)
+		}
+	}
+}
