@@ -94,7 +94,7 @@ func TestHTTPWantsTheControlToken(t *testing.T) {
 	if entries, _ := os.ReadDir(gates); len(entries) != 0 {
 		t.Errorf("a release without the token opened %v", entries)
 	}
-	for _, bad := range []string{"/release?request=../x", "/release?request=", "/release", "/release?request=a&other=b"} {
+	for _, bad := range []string{"/release?request=../x", "/release?request=", "/release", "/release?request=a&other=b", "/release?request=a&fail=always"} {
 		if code := do(http.MethodPost, bad, token.Bearer()); code != http.StatusBadRequest {
 			t.Errorf("POST %s: %d, want 400", bad, code)
 		}
@@ -107,6 +107,9 @@ func TestHTTPWantsTheControlToken(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(gates); len(entries) != 1 {
 		t.Errorf("the gate directory holds %v, want the one release", entries)
+	}
+	if code := do(http.MethodPost, "/release?request=cri-2&fail=once", token.Bearer()); code != http.StatusOK || !ociruntime.TakeFailure(gates, "cri-2") {
+		t.Errorf("POST /release?fail=once with the token: %d, or no failure to take", code)
 	}
 	if code := do(http.MethodGet, "/kubelet", token.Bearer()); code != http.StatusOK {
 		t.Errorf("GET /kubelet with the token: %d", code)

@@ -144,9 +144,10 @@ func handler(r *runtimeProcess, k *kubeletProcess, ociLog, gateDir string) http.
 	})
 	// POST /release?request=<token> opens the gate of the request's held
 	// creations (ociruntime.Release): they go on at once, and so does every
-	// later one of the request.
+	// later one of the request. With fail=once the held creation fails
+	// instead, once (ociruntime.ReleaseFailing).
 	mux.HandleFunc("POST /release", func(w http.ResponseWriter, req *http.Request) {
-		q, ok := query.Request(w, req, "request")
+		q, ok := query.Request(w, req, "request", "fail")
 		if !ok {
 			return
 		}
@@ -154,7 +155,16 @@ func handler(r *runtimeProcess, k *kubeletProcess, ociLog, gateDir string) http.
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := ociruntime.Release(gateDir, q.Get("request")); err != nil {
+		release := ociruntime.Release
+		switch q.Get("fail") {
+		case "":
+		case "once":
+			release = ociruntime.ReleaseFailing
+		default:
+			http.Error(w, fmt.Sprintf("fail=%q: want once, or no fail", q.Get("fail")), http.StatusBadRequest)
+			return
+		}
+		if err := release(gateDir, q.Get("request")); err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"time"
 
@@ -313,7 +314,75 @@ func describeStage(stage string) bool {
 				}
 				noCache(t, abandoned, "whether a restart leaks or duplicates a kept object")
 			})
+
+		if stage == stageSandbox {
+			framework.It("a RunPodSandbox that failed after its caller had gone leaves the sandbox's name free: the identical request that follows is not refused for a name still reserved, and nothing of the failed sandbox is left",
+				harness.Checks("CRI-SANDBOX-NAME-RELEASED"), func(ctx context.Context) {
+					timeOut(ctx, t)
+					failed := firstStarted(ctx, t)
+					// The creation fails after the caller's deadline, when the
+					// spec says: the runtime may have given it up already (then
+					// that is the failure), else runc-slow fails its OCI create.
+					t.failHeld(ctx)
+					var how string
+					gomega.Eventually(ctx, func(ctx context.Context) (string, error) {
+						var err error
+						how, err = t.failedHow(ctx)
+						return how, err
+					}).WithTimeout(finishAfterRelease).ShouldNot(gomega.BeEmpty(), "the held creation must end once the spec failed it")
+					harness.Premise("the runtime's RunPodSandbox failed after its caller had gone", how != "", how)
+					waitGone(ctx, t, failed)
+
+					id := claimFreeName(ctx, t, failed)
+					expectListed(ctx, t, "only the sandbox of the identical request is listed", id)
+					known, err := containerdKnows(ctx, t.node.conn, failed)
+					harness.Ours(err, "ask containerd's sandbox store")
+					harness.Cause("left-behind", func() {
+						gomega.Expect(known).To(gomega.BeFalse(), "%s still stores the metadata of the failed sandbox %s", t.node.Runtime, failed)
+					})
+				})
+		}
 	})...)...)
+}
+
+// nameFreeWithin bounds how long after a failed RunPodSandbox ended the
+// identical request may still be refused: a runtime frees the name as its
+// failed request returns; the kubelet retries for as long as the pod lives.
+const nameFreeWithin = 30 * time.Second
+
+// nameReserved matches a runtime's refusal for a sandbox name it still
+// holds: containerd's "failed to reserve sandbox name ... is reserved for",
+// CRI-O's "error reserving pod name ...: name is reserved".
+var nameReserved = regexp.MustCompile(`(?i)reserv\w* (sandbox |pod )?name|name \S* ?is reserved`)
+
+// claimFreeName repeats the identical RunPodSandbox, as the kubelet does,
+// until it succeeds or nameFreeWithin passes, and returns the sandbox.
+func claimFreeName(ctx context.Context, t *target, failed string) string {
+	ginkgo.GinkgoHelper()
+	var id string
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, retryInterval, nameFreeWithin, true, func(ctx context.Context) (bool, error) {
+		id, last = t.create(ctx, claimDeadline(t), true)
+		return last == nil, nil
+	})
+	if err == nil {
+		ginkgo.By(fmt.Sprintf("%s created sandbox %s for the identical request", t.node.Runtime, id))
+		return id
+	}
+	if unreachable(last) {
+		harness.Ours(last, "the identical request could not reach the runtime (%v)", err)
+	}
+	recordError(t, "identical request after the failure", last)
+	if nameReserved.MatchString(last.Error()) {
+		harness.Cause("name-still-reserved", func() {
+			framework.Failf("%s: the identical RunPodSandbox is still refused %s after the failed one (%s) ended: its name stays reserved for a sandbox that no longer exists, so the kubelet's retries can never succeed: %v",
+				t.node.Runtime, nameFreeWithin, failed, last)
+		})
+	}
+	harness.Cause("retry-refused", func() {
+		framework.Failf("%s: the identical RunPodSandbox after the failed one kept failing for %s: %v", t.node.Runtime, nameFreeWithin, last)
+	})
+	return id
 }
 
 // timeOut sends the first request and checks that the caller's deadline, not

@@ -161,10 +161,15 @@ func (n *node) ociRecords(ctx context.Context, request string) ([]ociruntime.Rec
 }
 
 // release opens the gate of a request's held creations (runc-slow holds
-// them until then: ociruntime.Release).
-func (n *node) release(ctx context.Context, request string) error {
+// them until then: ociruntime.Release); failing, the held one fails its OCI
+// create instead (ociruntime.ReleaseFailing).
+func (n *node) release(ctx context.Context, request string, failing bool) error {
+	params := map[string]string{"request": request}
+	if failing {
+		params["fail"] = "once"
+	}
 	var answer map[string]string
-	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/release", map[string]string{"request": request}, &answer); err != nil {
+	if err := harness.FakePods().PostJSON(ctx, n.relay, relayHTTPPort, "/release", params, &answer); err != nil {
 		return fmt.Errorf("release the held creations of %s: %w", request, err)
 	}
 	return nil

@@ -197,9 +197,39 @@ func (t *target) release(ctx context.Context) {
 	if t.slow.ViaNRI || !t.released.IsZero() {
 		return
 	}
-	harness.Ours(t.node.release(ctx, t.token), "open the gate of the held creation")
+	harness.Ours(t.node.release(ctx, t.token, false), "open the gate of the held creation")
 	t.released = time.Now()
 	ginkgo.By(fmt.Sprintf("released the held creation %s after the request", t.released.Sub(t.sent).Round(time.Millisecond)))
+}
+
+// failHeld releases the creation runc-slow holds for the target failing:
+// its OCI create fails, so the runtime's request fails after its caller
+// has gone, when the spec says. Later creations of the target run at once.
+func (t *target) failHeld(ctx context.Context) {
+	ginkgo.GinkgoHelper()
+	harness.Ours(t.node.release(ctx, t.token, true), "fail the held creation through its gate")
+	t.released = time.Now()
+	ginkgo.By(fmt.Sprintf("failed the held creation %s after the request", t.released.Sub(t.sent).Round(time.Millisecond)))
+}
+
+// failedHow says how the held creation ended in failure, as runc-slow's
+// records show it: its OCI create failed at the spec's release, or the
+// runtime gave the creation up first (abandoned). "" while it has not
+// ended, or when it did not fail.
+func (t *target) failedHow(ctx context.Context) (string, error) {
+	records, err := t.node.ociRecords(ctx, t.token)
+	if err != nil {
+		return "", err
+	}
+	for _, r := range records {
+		if r.Command == "create" && r.Kind == t.kind() && r.Failed {
+			return fmt.Sprintf("runc-slow failed the OCI create of %s at the spec's release (%s)", r.ID, r.Time.Format("15:04:05.000")), nil
+		}
+	}
+	if _, err := t.finished(ctx); errors.Is(err, errAbandoned) {
+		return err.Error(), nil
+	}
+	return "", nil
 }
 
 // create sends the request with the given deadline. delay false asks for
@@ -360,7 +390,7 @@ func (t *target) kind() string {
 // anything held go on.
 func (t *target) cleanup(ctx context.Context) {
 	if !t.slow.ViaNRI {
-		if err := t.node.release(ctx, t.token); err != nil {
+		if err := t.node.release(ctx, t.token, false); err != nil {
 			framework.Logf("cleanup: %v (runc-slow lets the creation go after %s)", err, t.slow.Delay)
 		}
 	}

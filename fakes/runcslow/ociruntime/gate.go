@@ -7,7 +7,9 @@ package ociruntime
 // request's file in the gate directory; runc-slow polls for it. A gate is
 // released once for a request: every later creation of it runs at once.
 // The delay the annotations ask is the hold's bound, so a spec that never
-// releases (interrupted, or killed) cannot wedge the node.
+// releases (interrupted, or killed) cannot wedge the node. A release can
+// also fail the held creation, once (ReleaseFailing): the runtime's create
+// then fails after its caller has gone, at the moment the spec chooses.
 
 import (
 	"errors"
@@ -56,6 +58,36 @@ func Release(dir, request string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// failSuffix names a gate's failure mark: "<request>.fail" is no request's
+// name (a request has no dot), so marks and gates never collide.
+const failSuffix = ".fail"
+
+// ReleaseFailing opens the gate of request in dir and marks it to fail the
+// creation it holds: the first hold to take the mark (TakeFailure) fails its
+// create; every later creation of the request runs as released.
+func ReleaseFailing(dir, request string) error {
+	if err := CheckRequest(request); err != nil {
+		return err
+	}
+	mark, err := os.OpenFile(filepath.Join(dir, request+failSuffix), os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		return err
+	}
+	if err := mark.Close(); err != nil {
+		return err
+	}
+	return Release(dir, request)
+}
+
+// TakeFailure takes request's failure mark in dir, if there is one: true for
+// exactly one caller (removing a file succeeds once), so one creation fails.
+func TakeFailure(dir, request string) bool {
+	if CheckRequest(request) != nil {
+		return false
+	}
+	return os.Remove(filepath.Join(dir, request+failSuffix)) == nil
 }
 
 // Released reports whether the gate of request in dir is open. A request

@@ -77,3 +77,33 @@ func TestHoldAnnotationParsing(t *testing.T) {
 		t.Error("a hold whose request cannot name a gate was accepted")
 	}
 }
+
+// A failing release opens the gate and fails exactly one held creation; a
+// bad name makes nothing.
+func TestGateFailsOnce(t *testing.T) {
+	dir := t.TempDir()
+	if TakeFailure(dir, "cri-1") {
+		t.Fatal("a failure taken before any release")
+	}
+	if err := ReleaseFailing(dir, "cri-1"); err != nil {
+		t.Fatal(err)
+	}
+	if !Released(dir, "cri-1") {
+		t.Error("a failing release left the gate shut")
+	}
+	if !TakeFailure(dir, "cri-1") {
+		t.Error("the first hold did not take the failure")
+	}
+	if TakeFailure(dir, "cri-1") {
+		t.Error("the failure was taken twice")
+	}
+	if TakeFailure(dir, "cri-2") {
+		t.Error("another request took the failure")
+	}
+	if err := ReleaseFailing(dir, "../x"); err == nil {
+		t.Error("a bad name released")
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+		t.Errorf("the gate directory holds %v, want the one release", entries)
+	}
+}

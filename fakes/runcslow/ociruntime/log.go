@@ -38,8 +38,11 @@ type Record struct {
 	Delay   string `json:"delay,omitempty"`
 	// Released: the exec record of a held creation whose gate opened
 	// (false: the hold ran to its bound).
-	Released bool   `json:"released,omitempty"`
-	Error    string `json:"error,omitempty"`
+	Released bool `json:"released,omitempty"`
+	// Failed: the exec record of a held creation the spec failed through
+	// its gate (ReleaseFailing): runc-slow refused the create.
+	Failed bool   `json:"failed,omitempty"`
+	Error  string `json:"error,omitempty"`
 }
 
 // Bounds of a record's fields, so that a huge annotation cannot make a

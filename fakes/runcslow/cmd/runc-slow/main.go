@@ -73,6 +73,10 @@ func (w wrapper) run(args []string) error {
 	return fmt.Errorf("exec %s: %w", delegate, err)
 }
 
+// errFailedAtRelease is the create a spec failed through its gate
+// (ociruntime.ReleaseFailing): the runtime sees its OCI create fail.
+var errFailedAtRelease = errors.New("faultline: the held create failed, as the spec asked when it released it")
+
 // refuse reports err to the runtime: runc's log (where containerd's shim
 // looks) and, by returning it, stderr.
 func (w wrapper) refuse(inv ociruntime.Invocation, err error) error {
@@ -109,12 +113,19 @@ func (w wrapper) witness(inv ociruntime.Invocation) error {
 		if hold {
 			request := record.Request
 			record.Released = w.hold(delay, func() bool { return ociruntime.Released(w.gateDir, request) })
+			record.Failed = record.Released && ociruntime.TakeFailure(w.gateDir, request)
 		} else {
 			w.sleep(delay)
 		}
 		record.Time, record.Phase = time.Now(), "exec"
+		if record.Failed {
+			record.Phase, record.Error = "error", errFailedAtRelease.Error()
+		}
 		if err := w.append(record); err != nil {
 			return err
+		}
+		if record.Failed {
+			return errFailedAtRelease
 		}
 	}
 	return nil

@@ -143,6 +143,35 @@ func TestHeldCreate(t *testing.T) {
 	}
 }
 
+// A held create the spec released failing is refused, once: its exec
+// record says so and runc never runs; the next create of the request runs.
+func TestHeldCreateFailedAtRelease(t *testing.T) {
+	f := newFake(t)
+	if err := os.MkdirAll(f.w.gateDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := ociruntime.ReleaseFailing(f.w.gateDir, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	b := f.bundle(`"io.kubernetes.cri.container-type":"sandbox","cri.faultline.k8s.io/sandbox-create-delay":"1m","cri.faultline.k8s.io/hold-until-released":"true","cri.faultline.k8s.io/request":"r1"`)
+	if err := f.run("create --bundle " + b + " abc"); !errors.Is(err, errFailedAtRelease) {
+		t.Fatalf("the failed create: %v", err)
+	}
+	rs := f.records()
+	if len(rs) != 2 || rs[1].Phase != "error" || !rs[1].Failed || !rs[1].Released {
+		t.Errorf("records %+v", rs)
+	}
+	if len(f.execs) != 0 {
+		t.Errorf("runc ran: %q", f.execs)
+	}
+	if err := f.run("create --bundle " + b + " def"); err != nil {
+		t.Fatalf("the next create: %v", err)
+	}
+	if len(f.execs) != 1 {
+		t.Errorf("the next create did not run runc: %q", f.execs)
+	}
+}
+
 // A command whose record cannot be written is refused: not run, exit
 // non-zero, the reason in the runtime's log.
 func TestUnwritableWitnessFailsTheCommand(t *testing.T) {
