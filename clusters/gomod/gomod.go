@@ -6,6 +6,7 @@ package gomod
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -148,21 +149,33 @@ func (m Module) Write(dir, goVersion string, packages []string, env []string) er
 	return nil
 }
 
-// DownloadGoMod fetches a module version's go.mod through the module proxy (or
-// the module cache) and returns its content.
-func DownloadGoMod(ctx context.Context, module, version string) ([]byte, error) {
+// Downloaded is where go mod download put a module version.
+type Downloaded struct {
+	// Dir is its source; GoMod its go.mod file.
+	Dir, GoMod string
+}
+
+// Download fetches a module version through the module proxy (or the
+// module cache).
+func Download(ctx context.Context, module, version string) (Downloaded, error) {
 	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
+	var info struct{ Dir, GoMod, Error string }
+	if jerr := json.Unmarshal(out, &info); jerr != nil {
+		return Downloaded{}, fmt.Errorf("go mod download %s@%s: %v", module, version, errors.Join(err, jerr))
+	}
+	if info.Error != "" || info.Dir == "" || info.GoMod == "" {
+		return Downloaded{}, fmt.Errorf("go mod download %s@%s: %s (is it a release the module proxy serves?)", module, version, info.Error)
+	}
+	return Downloaded{Dir: info.Dir, GoMod: info.GoMod}, nil
+}
+
+// DownloadGoMod fetches a module version's go.mod and returns its content.
+func DownloadGoMod(ctx context.Context, module, version string) ([]byte, error) {
+	d, err := Download(ctx, module, version)
 	if err != nil {
-		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
+		return nil, err
 	}
-	var info struct{ GoMod, Error string }
-	if err := json.Unmarshal(out, &info); err != nil {
-		return nil, fmt.Errorf("go mod download %s@%s: %v", module, version, err)
-	}
-	if info.Error != "" || info.GoMod == "" {
-		return nil, fmt.Errorf("go mod download %s@%s: no go.mod (%s)", module, version, info.Error)
-	}
-	return os.ReadFile(info.GoMod)
+	return os.ReadFile(d.GoMod)
 }
 
 // RequiredVersion is the version a go.mod file requires of module.

@@ -6,14 +6,13 @@ package nodeimage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 
+	"github.com/faultline-k8s/faultline/clusters/gomod"
 	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
@@ -75,10 +74,11 @@ func patchPins(ctx context.Context, pins versions.Pins, src string) (versions.Pi
 	}
 	dir := src
 	if dir == "" {
-		var err error
-		if dir, err = moduleDir(ctx, "k8s.io/kubernetes", pins.Kubernetes()); err != nil {
+		d, err := gomod.Download(ctx, "k8s.io/kubernetes", pins.Kubernetes())
+		if err != nil {
 			return nil, nil, err
 		}
+		dir = d.Dir
 	}
 	data, err := os.ReadFile(filepath.Join(dir, kubeadmConstants))
 	if err != nil {
@@ -90,15 +90,4 @@ func patchPins(ctx context.Context, pins versions.Pins, src string) (versions.Pi
 	}
 	out, changed := withKubeadmTags(pins, tags)
 	return out, changed, nil
-}
-
-// moduleDir downloads a module version into the module cache and returns
-// its directory.
-func moduleDir(ctx context.Context, module, version string) (string, error) {
-	out, err := exec.CommandContext(ctx, "go", "mod", "download", "-json", module+"@"+version).Output()
-	var info struct{ Dir, Error string }
-	if jerr := json.Unmarshal(out, &info); jerr != nil || info.Dir == "" {
-		return "", fmt.Errorf("go mod download %s@%s: %v %s (is it a release the module proxy serves?)", module, version, err, info.Error)
-	}
-	return info.Dir, nil
 }

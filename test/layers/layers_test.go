@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -28,6 +29,11 @@ var layers = [][]string{
 	{"cmd", "test"},                     // what a user runs, and the end-to-end tests
 }
 
+// testsOnly are packages only tests may import: verdictstest matches
+// failure messages of runs recorded before specs named their causes, and
+// judging a real run never does.
+var testsOnly = []string{module + "judge/verdicts/verdictstest"}
+
 func layerOf(top string) (int, bool) {
 	for i, folders := range layers {
 		for _, f := range folders {
@@ -46,7 +52,7 @@ func topFolder(rel string) string {
 
 // TestImportsGoDown fails when a package imports a package of its own
 // layer's other folders or of a higher layer, or lives in a folder no layer
-// names.
+// names, or when code that is not a test imports a package for tests only.
 func TestImportsGoDown(t *testing.T) {
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -87,6 +93,9 @@ func TestImportsGoDown(t *testing.T) {
 		checked++
 		for _, imp := range f.Imports {
 			p := strings.Trim(imp.Path.Value, `"`)
+			if slices.Contains(testsOnly, p) && !strings.HasSuffix(path, "_test.go") {
+				t.Errorf("%s imports %s, which is for tests only", rel, p)
+			}
 			target, ok := strings.CutPrefix(p, module)
 			if !ok {
 				continue
