@@ -349,9 +349,15 @@ func (set ExpectationSet) resolve(x *Expectations, chain []string) error {
 	}
 	var merged []Expectation
 	for _, e := range parent.Expect {
-		if !own[e.Requirement] {
-			merged = append(merged, e)
+		if own[e.Requirement] {
+			continue
 		}
+		// Patches of the parent's minor say nothing of another minor's.
+		if (e.From != "" || e.Until != "") && Minor(parent.Stack) != Minor(x.Stack) {
+			return fmt.Errorf("%s: extends %s, whose %s holds for %s of %s only: name it again here, or drop it",
+				x.File, x.Extends, e.Requirement, e.Patches(), Minor(parent.Stack))
+		}
+		merged = append(merged, e)
 	}
 	x.Expect = append(merged, x.Expect...)
 	x.Extends, x.Drop = "", nil // resolved: resolving again changes nothing
