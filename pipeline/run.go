@@ -229,7 +229,7 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	settings := kindcluster.Settings{
 		Name: name, Runtime: rt, NodeImage: nodeImage,
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
-		FeatureGates: o.FeatureGates, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
+		FeatureGates: o.FeatureGates, KubernetesVersion: st.Kubernetes, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
 		CgroupV1: kindcluster.HostIsCgroupV1(),
 	}
 	err = r.stages.Run(label, "create cluster", func() error {

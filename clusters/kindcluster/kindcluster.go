@@ -9,6 +9,7 @@ import (
 	"context"
 	"embed"
 	"fmt"
+	"golang.org/x/mod/semver"
 	"io"
 	"maps"
 	"os"
@@ -33,6 +34,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/vocab/facts"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
+	"github.com/faultline-k8s/faultline/vocab/versions"
 )
 
 // configs are the checked-in kind configs and run-config templates of the
@@ -117,6 +119,10 @@ type Settings struct {
 	// featureGates), over the runtime's kind config: a vendor's gates, or a
 	// patched release's own (--kubernetes-patch).
 	FeatureGates map[string]bool
+	// KubernetesVersion is the node image's release ("v1.35.8"), when known:
+	// the kind config's own gates that an older release refuses are left
+	// out for it (configGatesSince).
+	KubernetesVersion string
 	// NRIVersion is the containerd/nri release the node image's runtime was
 	// built with, when known: recorded in the facts, for the specs that
 	// depend on it.
@@ -187,6 +193,7 @@ func Config(s Settings) (*v1alpha4.Cluster, error) {
 	for i := 0; i < s.Workers; i++ {
 		cfg.Nodes = append(cfg.Nodes, v1alpha4.Node{Role: v1alpha4.WorkerRole})
 	}
+	dropGatesBefore(cfg.FeatureGates, s.KubernetesVersion)
 	if len(s.FeatureGates) > 0 && cfg.FeatureGates == nil {
 		cfg.FeatureGates = map[string]bool{}
 	}
@@ -646,4 +653,24 @@ func commandOutput(err error) string {
 		lines = lines[len(lines)-40:]
 	}
 	return "\n--- last lines of its output ---\n" + strings.Join(lines, "\n")
+}
+
+// configGatesSince are the kind configs' gates by the first minor whose
+// components accept them as set: 1.35 has DRADeviceTaintRules, but alpha and
+// needing DRADeviceTaints, which is off there (beta and on from 1.36), so a
+// 1.35 control plane refuses to start with it.
+var configGatesSince = map[string]string{"DRADeviceTaintRules": "1.36"}
+
+// dropGatesBefore leaves out of gates those release kubernetes refuses; an
+// unknown release keeps them all.
+func dropGatesBefore(gates map[string]bool, kubernetes string) {
+	minor := versions.Minor(kubernetes)
+	if minor == "" {
+		return
+	}
+	for gate, since := range configGatesSince {
+		if semver.Compare("v"+minor, "v"+since) < 0 {
+			delete(gates, gate)
+		}
+	}
 }

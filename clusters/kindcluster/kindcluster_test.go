@@ -109,6 +109,28 @@ func TestConfigWorkersAndGates(t *testing.T) {
 	}
 }
 
+// A 1.35 control plane refuses DRADeviceTaintRules without DRADeviceTaints
+// (off there): the config leaves it out for 1.35 only; a run's own gates
+// stay.
+func TestConfigGatesFollowTheRelease(t *testing.T) {
+	for version, want := range map[string]bool{"v1.35.8": false, "v1.36.5": true, "v1.37.2": true, "": true} {
+		cfg, err := Config(Settings{Name: "x", Runtime: containerd, NodeImage: "img", KubernetesVersion: version})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := cfg.FeatureGates["DRADeviceTaintRules"]; got != want {
+			t.Errorf("%q: DRADeviceTaintRules %v, want %v", version, got, want)
+		}
+	}
+	cfg, err := Config(Settings{Name: "x", Runtime: crio, NodeImage: "img", KubernetesVersion: "v1.35.8", FeatureGates: map[string]bool{"DRADeviceTaintRules": true, "DRADeviceTaints": true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.FeatureGates["DRADeviceTaintRules"] {
+		t.Error("a gate the run sets was dropped")
+	}
+}
+
 // Unknown runtime names are the CLI's to refuse (runtimes.Lookup); here a
 // missing runtime, or one vocab/runtimes does not describe, is refused.
 func TestConfigRejectsUnknownRuntime(t *testing.T) {
