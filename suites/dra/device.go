@@ -15,6 +15,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
@@ -96,11 +97,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 				"the driver knows the device is prepared for the pod's claim")
 
 			ginkgo.By("the device is tainted NoExecute in the ResourceSlice")
-			gomega.Eventually(ctx, func(ctx context.Context) ([]resourceapi.DeviceTaint, error) {
-				devices, err := publishedDevices(ctx, cs, firstDriver.Name, dev.Pool)
-				return devices[dev.Device].Taints, err
-			}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(gomega.ContainElement(gomega.And(
-				gomega.HaveField("Key", driver.TaintKey), gomega.HaveField("Effect", resourceapi.DeviceTaintEffectNoExecute))))
+			expectTaintPublished(ctx, cs, dev)
 
 			ginkgo.By("the claim in use gets the condition Ready=False, reason DeviceFailed, with the driver's message")
 			gomega.Eventually(ctx, func() []string {
@@ -363,4 +360,42 @@ func podClaimName(pod *v1.Pod, podClaim string) string {
 	}
 	framework.Failf("pod %s has no generated claim for %s: %+v", pod.Name, podClaim, pod.Status.ResourceClaimStatuses)
 	return ""
+}
+
+// taintPublishWithin bounds the driver's ResourceSlice update reaching the
+// API: it publishes at once.
+const taintPublishWithin = 30 * time.Second
+
+// expectTaintPublished waits until the API server holds the driver's
+// NoExecute taint on the device. An API server that keeps no taint at all
+// on the device the driver tainted does not serve device taints (feature
+// gate DRADeviceTaints: alpha and off by default before 1.36, which drops
+// the field): the stack does not implement the requirement.
+func expectTaintPublished(ctx context.Context, cs clientset.Interface, dev resourceapi.DeviceRequestAllocationResult) {
+	ginkgo.GinkgoHelper()
+	var taints []resourceapi.DeviceTaint
+	ours := func() bool {
+		for _, t := range taints {
+			if t.Key == driver.TaintKey && t.Effect == resourceapi.DeviceTaintEffectNoExecute {
+				return true
+			}
+		}
+		return false
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, taintPublishWithin, true, func(ctx context.Context) (bool, error) {
+		devices, err := publishedDevices(ctx, cs, firstDriver.Name, dev.Pool)
+		if err != nil {
+			return false, nil //nolint:nilerr // read again; the last read decides
+		}
+		taints = devices[dev.Device].Taints
+		return ours(), nil
+	})
+	if err == nil {
+		return
+	}
+	if len(taints) == 0 {
+		harness.NotImplemented("KEP-5055 device taints", fmt.Sprintf("the driver tainted device %s, but the API server keeps no taint on it in the ResourceSlice (%s later): it does not serve device taints (feature gate DRADeviceTaints, alpha and off by default before 1.36)",
+			deviceID(dev), taintPublishWithin))
+	}
+	framework.Failf("device %s: the ResourceSlice has taints %v, not the driver's NoExecute %s", deviceID(dev), taints, driver.TaintKey)
 }
