@@ -33,7 +33,7 @@ var _ = describe("device health when the driver's health stream drops", framewor
 	// (gRPC status Unavailable), not the kubelet's connection to the
 	// driver, which those calls share. A spec that checks the second
 	// driver's health must be Serial with this one.
-	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Needs(needs.GateHealth),
+	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth),
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
 			cs := f.ClientSet
 			d := secondDriver
