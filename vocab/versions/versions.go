@@ -88,11 +88,8 @@ func ForKubernetes(version string) (Pins, error) {
 	if version == p.Kubernetes() {
 		return p, nil
 	}
-	out := Pins{}
-	for k, v := range p {
-		out[k] = v
-	}
-	out["KUBERNETES_VERSION"], out[pinnedPatch] = version, p.Kubernetes()
+	out := p.With("KUBERNETES_VERSION", version)
+	out[pinnedPatch] = p.Kubernetes()
 	return out, nil
 }
 
@@ -119,11 +116,22 @@ func (p Pins) With(key, version string) Pins {
 	return out
 }
 
+// pinnedMinors are the minors with pins: versions.env's and those of
+// kubernetes/*.env.
+func pinnedMinors() []string {
+	out := []string{Minor(Default().Kubernetes())}
+	files, _ := releases.ReadDir("kubernetes")
+	for i := len(files) - 1; i >= 0; i-- {
+		out = append(out, strings.TrimSuffix(files[i].Name(), ".env"))
+	}
+	return out
+}
+
 // minorPins reads kubernetes/<minor>.env over versions.env.
 func minorPins(minor string) (Pins, error) {
 	data, err := releases.ReadFile(path.Join("kubernetes", minor+".env"))
 	if err != nil {
-		return nil, fmt.Errorf("no pins for Kubernetes %s (pinned: %s and the minors of kubernetes/*.env)", minor, Minor(Default().Kubernetes()))
+		return nil, fmt.Errorf("no pins for Kubernetes %s (pinned minors: %s)", minor, strings.Join(pinnedMinors(), ", "))
 	}
 	over, err := parseLines(data)
 	if err != nil {
