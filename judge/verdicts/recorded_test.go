@@ -78,8 +78,8 @@ func namedBy(runs ...Run) map[string]bool {
 //     the CRI gates and the relay's cancel (run 1 of --repeat 3,
 //     2026-11-26 02:55; the README's grid): read as they are
 //     (TestNativeRunWithCauses);
-//   - full10-137-*, full10-136-*: every suite on v1.37.2 (2026-11-26 05:40,
-//     after the layout moved) and on v1.36.5 (06:10), both runtimes (the
+//   - full10-137-*, full10-136-*: every suite on v1.37.2 (2026-11-26 07:41,
+//     the session's last commit) and on v1.36.5 (06:10), both runtimes (the
 //     README's grid): read as they are;
 //   - full10-135-*: every suite on v1.35.8 (2026-11-26 07:06), before the
 //     health specs ended as not implemented where the gate is off (they
