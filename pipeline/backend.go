@@ -51,7 +51,9 @@ type backend interface {
 	// RunSuites runs the test binary against a cluster, results into dir.
 	// It returns ginkgorun.ErrSpecsFailed when the suites ran and wrote their report
 	// but some spec failed: the verdicts judge that.
-	RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error
+	// run is the selection and where its results go; the backend adds the
+	// binary, the cluster and the fakes image.
+	RunSuites(ctx context.Context, label, kubeconfig, fakesImage string, run ginkgorun.Run) error
 	// ImageID is a local image's ID ("" when unknown).
 	ImageID(ctx context.Context, ref string) string
 	// Screenshots says whether the run may start a browser for report.png.
@@ -290,8 +292,8 @@ func (b *realBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.F
 }
 
 // RunSuites runs the test binary with the ginkgo CLI against one cluster.
-func (b *realBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error {
-	run := GinkgoRun(b.opts, dir)
+func (b *realBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage string, run ginkgorun.Run) error {
+	dir := run.OutputDir
 	run.TestBinary, run.Kubeconfig, run.FakesImage = filepath.Join(b.bin, "faultline.test"), kubeconfig, fakesImage
 	log, err := os.Create(filepath.Join(dir, "e2e.log"))
 	if err != nil {
@@ -340,8 +342,13 @@ func (b *realBackend) ImageID(ctx context.Context, ref string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// GinkgoRun is the ginkgo run of the options' selection writing into dir
-// (the cluster and binary are the caller's).
-func GinkgoRun(o Options, dir string) ginkgorun.Run {
-	return ginkgorun.Run{Procs: o.Procs, OutputDir: dir, LabelFilter: o.labelFilter(), Focus: o.Focus, ExtraArgs: o.SuiteArgs}
+// ginkgoRun is the ginkgo run of a share of the options' selection writing
+// into dir, its dumps into dumps (the cluster and binary are the backend's).
+func (o *Options) ginkgoRun(sh share, dir, dumps string) ginkgorun.Run {
+	procs := o.Procs
+	if sh == serialShare {
+		// Serial specs run one at a time whatever the processes.
+		procs = 1
+	}
+	return ginkgorun.Run{Procs: procs, OutputDir: dir, DumpDir: dumps, LabelFilter: sh.labelFilter(o.labelFilter()), Focus: o.Focus, ExtraArgs: o.SuiteArgs}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
 	"github.com/faultline-k8s/faultline/vocab/versions"
@@ -99,12 +101,27 @@ type Options struct {
 	AllowIncomplete bool
 	// SuiteArgs go to the test binary after the run's own.
 	SuiteArgs []string
+	// SpecTree is the test binary's spec tree (suites/all), read without
+	// running it: which specs the selection holds. Empty: unknown, and each
+	// stack runs on one cluster.
+	SpecTree SpecTree
+	// SingleCluster runs a stack's Serial specs after the rest on its one
+	// cluster, instead of on a second cluster at the same time (shares).
+	SingleCluster bool
 	// Out gets progress and the final table.
 	Out io.Writer
 	// OptionName is how the caller names an Options field to its user (the
 	// CLI: by its flag), for the messages that point at an option; nil: the
 	// field's own name.
 	OptionName func(field string) string
+}
+
+// SpecTree is a spec tree as ginkgo.PreviewSpecs lists it.
+type SpecTree struct {
+	// Description is the tree's (RunSpecs'): Ginkgo's focus matches it.
+	Description string
+	// Specs are its It nodes.
+	Specs []types.SpecReport
 }
 
 // ParseSuites reads suite names (comma-separated or repeated; "all" or

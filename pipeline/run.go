@@ -11,6 +11,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/onsi/ginkgo/v2/types"
+
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/cachelock"
@@ -120,6 +122,10 @@ func (r *run) do(ctx context.Context) error {
 		return r.existingCluster(ctx)
 	}
 	stacks := o.Stacks()
+	shares, err := o.shares()
+	if err != nil {
+		return err
+	}
 	nodeImages, fakesImage, err := r.buildImages(ctx, stacks)
 	if err != nil {
 		return err
@@ -140,7 +146,7 @@ func (r *run) do(ctx context.Context) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = r.onKind(ctx, i, st, nodeImages[st.Label], fakesImage)
+			errs[i] = r.onKind(ctx, i, st, shares, nodeImages[st.Label], fakesImage)
 		}()
 	}
 	wg.Wait()
@@ -216,23 +222,71 @@ func (r *run) finish(ctx context.Context, err error) error {
 	return err
 }
 
-// onKind runs the suites of one stack on a kind cluster of its own.
-func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesImage string) error {
-	o := r.opts
-	rt, label := st.Runtime, st.Label
-	name := o.clusterName(st)
-	dir, err := r.dir.Mkdir(label)
+// onKind runs the suites of one stack on kind clusters of its own: one per
+// share of its selection (Options.shares), created and run side by side.
+func (r *run) onKind(ctx context.Context, index int, st Stack, shares []share, nodeImage, fakesImage string) error {
+	dir, err := r.dir.Mkdir(st.Label)
 	if err != nil {
 		return err
 	}
-	kubeconfig := filepath.Join(dir, "kubeconfig")
+	clusters := make([]stackCluster, len(shares))
+	errs := make([]error, len(shares))
+	var wg sync.WaitGroup
+	for i, sh := range shares {
+		clusters[i] = r.stackCluster(st, sh, dir)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = r.bringUp(ctx, index, st, clusters[i], nodeImage, fakesImage)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	failed, err := r.runSuites(ctx, index, st.Label, clusters, fakesImage, dir)
+	if failed || err != nil {
+		for _, c := range clusters {
+			r.exportLogsBeforeCleanup(ctx, c.label, c.name, c.logs)
+		}
+	}
+	return err
+}
+
+// stackCluster is one kind cluster of a stack and the share it runs.
+type stackCluster struct {
+	share share
+	// label names it in the stage table and the suites' output: the
+	// stack's label, "/serial" for the Serial specs' cluster.
+	label, name, kubeconfig string
+	// logs is where its nodes' logs go when something failed.
+	logs string
+}
+
+func (r *run) stackCluster(st Stack, sh share, dir string) stackCluster {
+	c := stackCluster{share: sh, label: st.Label, name: r.opts.clusterName(st),
+		kubeconfig: filepath.Join(dir, "kubeconfig"), logs: filepath.Join(dir, "cluster-logs")}
+	if sh.name != "" {
+		c.label += "/" + sh.name
+		c.name += "-" + sh.name
+		c.kubeconfig += "-" + sh.name
+		c.logs += "-" + sh.name
+	}
+	return c
+}
+
+// bringUp creates (or, with Keep, reuses) one cluster of a stack and loads
+// the fakes image into it.
+func (r *run) bringUp(ctx context.Context, index int, st Stack, c stackCluster, nodeImage, fakesImage string) error {
+	o := r.opts
+	label, name, kubeconfig := c.label, c.name, c.kubeconfig
 	settings := kindcluster.Settings{
-		Name: name, Runtime: rt, NodeImage: nodeImage,
+		Name: name, Runtime: st.Runtime, NodeImage: nodeImage,
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
 		FeatureGates: o.FeatureGates, KubernetesVersion: st.Kubernetes, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
 		CgroupV1: kindcluster.HostIsCgroupV1(),
 	}
-	err = r.stages.Run(label, "create cluster", func() error {
+	err := r.stages.Run(label, "create cluster", func() error {
 		exists, err := r.b.ClusterExists(ctx, name)
 		if err != nil {
 			return err
@@ -279,15 +333,11 @@ func (r *run) onKind(ctx context.Context, index int, st Stack, nodeImage, fakesI
 	if o.Workers > 0 {
 		err := r.stages.Run(label, "check pod traffic across nodes", func() error { return r.b.CheckPodTraffic(ctx, name, fakesImage) })
 		if err != nil {
-			r.exportLogsBeforeCleanup(ctx, label, name, dir)
+			r.exportLogsBeforeCleanup(ctx, label, name, c.logs)
 			return err
 		}
 	}
-	failed, err := r.runSuites(ctx, index, label, kubeconfig, fakesImage, dir)
-	if failed || err != nil {
-		r.exportLogsBeforeCleanup(ctx, label, name, dir)
-	}
-	return err
+	return nil
 }
 
 // exportLogsBeforeCleanup keeps the nodes' logs of a cluster that failed a
@@ -298,15 +348,18 @@ func (r *run) exportLogsBeforeCleanup(ctx context.Context, label, name, dir stri
 	}
 	// Runs before the cluster's deletion (cleanup is last-in first-out).
 	r.onCleanup(label, "export cluster logs", func(cctx context.Context) error {
-		return r.b.ExportLogs(cctx, name, filepath.Join(dir, "cluster-logs"))
+		return r.b.ExportLogs(cctx, name, dir)
 	})
 }
 
-// runSuites runs the selection --repeat times on one cluster, each run into
-// a directory of its own (dir itself when there is one run), and lists each
-// run's report in the manifest. failed says some spec failed: the verdicts
-// judge whether that was expected.
-func (r *run) runSuites(ctx context.Context, index int, label, kubeconfig, fakesImage, dir string) (failed bool, err error) {
+// runSuites runs the selection --repeat times on a stack's clusters, each
+// run into a directory of its own (dir itself when there is one run), and
+// lists each run's report in the manifest. With the selection split between
+// clusters, each run's shares run at the same time, the first into the
+// run's directory, the Serial specs into serial/ under it, and their reports
+// join into the run's one (ginkgorun.Merge). failed says some spec failed: the verdicts judge
+// whether that was expected.
+func (r *run) runSuites(ctx context.Context, index int, label string, clusters []stackCluster, fakesImage, dir string) (failed bool, err error) {
 	o := r.opts
 	for i := 1; i <= o.Repeat; i++ {
 		runDir, stage := dir, "suites"
@@ -316,14 +369,8 @@ func (r *run) runSuites(ctx context.Context, index int, label, kubeconfig, fakes
 				return failed, err
 			}
 		}
-		err := r.stages.Run(label, stage, func() error {
-			err := r.b.RunSuites(ctx, label, kubeconfig, fakesImage, runDir)
-			if errors.Is(err, ginkgorun.ErrSpecsFailed) {
-				failed = true
-				return nil
-			}
-			return err
-		})
+		shareFailed, err := r.runShares(ctx, label, clusters, fakesImage, runDir, stage)
+		failed = failed || shareFailed
 		if _, statErr := os.Stat(filepath.Join(runDir, wire.GinkgoReportFile)); statErr == nil {
 			rel, relErr := filepath.Rel(o.Artifacts, filepath.Join(runDir, wire.GinkgoReportFile))
 			if relErr != nil {
@@ -338,6 +385,76 @@ func (r *run) runSuites(ctx context.Context, index int, label, kubeconfig, fakes
 		}
 	}
 	return failed, nil
+}
+
+// runShares runs one run of the selection, each share on its cluster, side
+// by side, and leaves the run's one report in runDir.
+func (r *run) runShares(ctx context.Context, label string, clusters []stackCluster, fakesImage, runDir, stage string) (failed bool, err error) {
+	if len(clusters) == 1 {
+		c := clusters[0]
+		err := r.stages.Run(c.label, stage, func() error {
+			return r.b.RunSuites(ctx, c.label, c.kubeconfig, fakesImage, r.opts.ginkgoRun(c.share, runDir, filepath.Join(runDir, "dumps")))
+		})
+		if errors.Is(err, ginkgorun.ErrSpecsFailed) {
+			return true, nil
+		}
+		return false, err
+	}
+	errs := make([]error, len(clusters))
+	dirs := make([]string, len(clusters))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		// The first share's results are where a run on one cluster puts
+		// its own (e2e.log beside the run's reports); the others' in a
+		// directory each, by name.
+		dirs[i] = filepath.Join(runDir, c.share.name)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if errs[i] = os.MkdirAll(dirs[i], 0o755); errs[i] != nil {
+				return
+			}
+			// One dumps directory for the run: the report's dump entries
+			// are relative to the merged report's directory.
+			run := r.opts.ginkgoRun(c.share, dirs[i], filepath.Join(runDir, "dumps"))
+			errs[i] = r.stages.Run(c.label, stage+" ("+describeShare(c.share)+")", func() error {
+				return r.b.RunSuites(ctx, c.label, c.kubeconfig, fakesImage, run)
+			})
+			if errors.Is(errs[i], ginkgorun.ErrSpecsFailed) {
+				mu.Lock()
+				failed = true
+				mu.Unlock()
+				errs[i] = nil
+			}
+		}()
+	}
+	wg.Wait()
+	var parts []types.Report
+	for _, d := range dirs {
+		if rep, rerr := ginkgorun.ReadReport(d); rerr == nil {
+			parts = append(parts, rep)
+		}
+	}
+	// What the shares that finished reported is the run's report, also
+	// when another share could not finish (its error says so).
+	if len(parts) > 0 {
+		merged, merr := ginkgorun.Merge(parts)
+		if merr == nil {
+			merr = ginkgorun.WriteReports(runDir, merged)
+		}
+		if merr != nil {
+			errs = append(errs, fmt.Errorf("on %s: joining the shares' reports: %w", label, merr))
+		}
+	}
+	return failed, errors.Join(errs...)
+}
+
+func describeShare(s share) string {
+	if s.name == serialShare.name {
+		return "Serial specs"
+	}
+	return "all but Serial"
 }
 
 // existingCluster runs the suites on the cluster the user named; nothing is
@@ -369,7 +486,8 @@ func (r *run) existingCluster(ctx context.Context) error {
 		return err
 	}
 	r.stacks = []verdicts.ManifestStack{{Runtime: rt.Name}}
-	_, err = r.runSuites(ctx, 0, rt.Name, o.Kubeconfig, o.FakesImage, dir)
+	the := []stackCluster{{share: wholeSelection, label: rt.Name, kubeconfig: o.Kubeconfig}}
+	_, err = r.runSuites(ctx, 0, rt.Name, the, o.FakesImage, dir)
 	if err != nil {
 		r.stacks[0].Errors = append(r.stacks[0].Errors, err.Error())
 	}

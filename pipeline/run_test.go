@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -117,7 +118,8 @@ func (f *fakeBackend) ExportLogs(ctx context.Context, cluster, dir string) error
 func (f *fakeBackend) ReadFacts(ctx context.Context, kubeconfig string) (facts.Facts, string, error) {
 	return f.facts, "test", f.record("facts")
 }
-func (f *fakeBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage, dir string) error {
+func (f *fakeBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesImage string, run ginkgorun.Run) error {
+	dir := run.OutputDir
 	if f.barrier != nil {
 		f.barrier.Done()
 		done := make(chan struct{})
@@ -147,6 +149,20 @@ func (f *fakeBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesIma
 	if f.specs != nil {
 		specs = f.specs(label, n)
 	}
+	// As Ginkgo reports them: a spec the label filter leaves out is
+	// listed, skipped, never attempted.
+	if run.LabelFilter != "" {
+		match, err := types.ParseLabelFilter(run.LabelFilter)
+		if err != nil {
+			return err
+		}
+		for i, s := range specs {
+			if !match(s.Labels()) {
+				specs[i] = types.SpecReport{LeafNodeType: s.LeafNodeType, LeafNodeText: s.LeafNodeText, LeafNodeLabels: s.LeafNodeLabels,
+					IsSerial: s.IsSerial, State: types.SpecStateSkipped}
+			}
+		}
+	}
 	return writeGinkgoReport(dir, label, specs)
 }
 
@@ -159,7 +175,7 @@ func (f *fakeBackend) RuntimeNRIVersion(context.Context, Stack) string {
 // fakeSpec is a spec's result as Ginkgo reports it.
 func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 	s := types.SpecReport{LeafNodeType: types.NodeTypeIt, LeafNodeText: "checks " + requirement,
-		LeafNodeLabels: []string{requirements.Label(requirement)}, State: types.SpecStatePassed}
+		LeafNodeLabels: []string{requirements.Label(requirement)}, State: types.SpecStatePassed, NumAttempts: 1}
 	switch state {
 	case verdicts.Fail:
 		s.State, s.Failure = types.SpecStateFailed, types.Failure{Message: "it failed"}
@@ -176,6 +192,7 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
 	// The stack's label is its runtime, or <runtime>-<minor> in a run of
 	// several Kubernetes releases.
+	label, _, _ = strings.Cut(label, "/") // "containerd/serial": the Serial specs' cluster
 	runtime, minor, several := strings.Cut(label, "-")
 	kube := versions.Default().Kubernetes()
 	if several {
@@ -1004,5 +1021,77 @@ func TestDeleteClusterPassesTheRunsKubeconfig(t *testing.T) {
 	}
 	if data, _ := os.ReadFile(own); strings.Contains(string(data), "kind-made") {
 		t.Errorf("the run's kubeconfig still has the deleted cluster:\n%s", data)
+	}
+}
+
+// serialSpec is fakeSpec of a spec the e2e framework marks Serial.
+func serialSpec(state verdicts.State, requirement string) types.SpecReport {
+	s := fakeSpec(state, requirement)
+	s.IsSerial, s.LeafNodeLabels = true, append(s.LeafNodeLabels, serialLabel)
+	return s
+}
+
+// TestSerialSpecsOnASecondCluster: a selection with Serial specs and others
+// runs on two clusters of the stack at the same time, the Serial specs on
+// the second; the report is one run's, with each spec as the cluster that
+// ran it reports it. Without Serial specs in the selection, or with
+// SingleCluster, one cluster runs everything.
+func TestSerialSpecsOnASecondCluster(t *testing.T) {
+	tree := []types.SpecReport{fakeSpec(verdicts.Pass, "DRA-TRANSIENT-RETRIED"), serialSpec(verdicts.Fail, "DRA-KUBELET-RESTART-PREPARE")}
+	specs := func(string, int) []types.SpecReport { return slices.Clone(tree) }
+	for _, tc := range []struct {
+		name     string
+		change   func(o *Options)
+		clusters []string
+	}{
+		{"split", func(o *Options) {}, []string{"faultline", "faultline-serial"}},
+		{"single cluster", func(o *Options) { o.SingleCluster = true }, []string{"faultline"}},
+		{"no Serial spec selected", func(o *Options) { o.LabelFilter = "!Serial" }, []string{"faultline"}},
+		{"only Serial specs selected", func(o *Options) { o.Focus = "RESTART" }, []string{"faultline"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &fakeBackend{specs: specs}
+			o := testOptions(t)
+			o.SpecTree = SpecTree{Description: "faultline", Specs: tree}
+			tc.change(&o)
+			err := runFake(t, o, f)
+			var created, deleted []string
+			for _, c := range f.Calls() {
+				if name, ok := strings.CutPrefix(c, "create "); ok {
+					created = append(created, name)
+				}
+				if name, ok := strings.CutPrefix(c, "delete "); ok {
+					deleted = append(deleted, name)
+				}
+			}
+			slices.Sort(created)
+			slices.Sort(deleted)
+			if !slices.Equal(created, tc.clusters) || !slices.Equal(deleted, tc.clusters) {
+				t.Fatalf("created %v, deleted %v; want %v both", created, deleted, tc.clusters)
+			}
+			if len(tc.clusters) == 1 {
+				return
+			}
+			// The Serial spec fails (as expected of nothing): the run
+			// says so, and its report holds both specs.
+			if !errors.Is(err, verdicts.ErrUnexpected) {
+				t.Fatalf("err = %v, want ErrUnexpected", err)
+			}
+			rep, err := report.ReadJSON(o.Artifacts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := wire.StackKey("containerd", versions.Default().Kubernetes(), "")
+			for id, want := range map[string]verdicts.State{"DRA-TRANSIENT-RETRIED": verdicts.Pass, "DRA-KUBELET-RESTART-PREPARE": verdicts.Fail} {
+				if v := rep.Verdict(id, key); v == nil || v.State != want {
+					t.Errorf("%s: %+v, want %s", id, v, want)
+				}
+			}
+			for _, f := range []string{wire.GinkgoReportFile, ginkgorun.JUnitFile, "serial/" + wire.GinkgoReportFile} {
+				if _, err := os.Stat(filepath.Join(o.Artifacts, "containerd", f)); err != nil {
+					t.Error(err)
+				}
+			}
+		})
 	}
 }

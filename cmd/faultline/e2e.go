@@ -11,6 +11,7 @@ import (
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/pipeline"
+	"github.com/faultline-k8s/faultline/suites/all"
 	"github.com/faultline-k8s/faultline/vocab/facts"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/versions"
@@ -23,7 +24,7 @@ func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func init() {
-	register("e2e", "the whole run: engine, images, one kind cluster per runtime (side by side), the suites, the report, cleanup",
+	register("e2e", "the whole run: engine, images, kind clusters per runtime (side by side; a second for the Serial specs), the suites, the report, cleanup",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var o pipeline.Options
 			var suites, rts listFlag
@@ -39,7 +40,8 @@ func init() {
 			fs.BoolVar(&o.Disruptive, "disruptive", false, "with --kubeconfig: also run the Disruptive specs (they restart a node's container runtime); faultline's own clusters always run them")
 			fs.BoolVar(&o.Keep, "keep", false, "keep the clusters (and an engine this run started); the next --keep run reuses a cluster whose facts match")
 			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
-			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name")
+			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name (the Serial specs' cluster: <name>-serial)")
+			fs.BoolVar(&o.SingleCluster, "single-cluster", false, "run each stack's Serial specs after the rest on its one cluster, not on a second cluster of the same stack at the same time")
 			fs.StringVar(&o.NodeImage, "node-image", "", "use this node image instead of building one (one runtime)")
 			var kubes listFlag
 			fs.Var(&kubes, "kubernetes-version", "Kubernetes releases of the node images: "+strings.Join(versions.Kubernetes(), ", ")+" or all (default the first); each runtime runs on each, side by side; repeatable or comma-separated")
@@ -84,6 +86,7 @@ func init() {
 				}
 				o.RepoRoot, o.CacheDir, o.Runtimes, o.RuntimesGiven, o.Suites, o.SuiteArgs = root, defaultCacheDir(), rtList, len(rts) > 0, suites, args
 				o.Out, o.OptionName = os.Stderr, e2eFlag
+				o.SpecTree = pipeline.SpecTree{Description: all.Description, Specs: all.Preview()}
 				return e2eError(pipeline.Run(ctx, cleanupContext(ctx), o))
 			}
 		})

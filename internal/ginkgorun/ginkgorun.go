@@ -20,8 +20,9 @@ const JUnitFile = "junit_01.xml"
 // Run is one run of the test binary against one cluster.
 type Run struct {
 	Procs int
-	// OutputDir gets the reports; failure dumps go to OutputDir/dumps.
-	OutputDir                string
+	// OutputDir gets the reports; failure dumps go to DumpDir, or
+	// OutputDir/dumps.
+	OutputDir, DumpDir       string
 	LabelFilter, Focus, Skip string
 	ExtraGinkgoArgs          []string
 	TestBinary               string
@@ -35,6 +36,9 @@ func (r Run) Args() []string {
 	args := []string{"run", "--procs", strconv.Itoa(r.Procs), "--output-dir", r.OutputDir,
 		"--junit-report", JUnitFile, "--json-report", wire.GinkgoReportFile,
 		"--no-color", "--timeout", "60m", "--poll-progress-after", "120s",
+		// Spec by spec, so that the specs that last start first
+		// (harness.Lasts), not the containers they are in.
+		"--randomize-all",
 		// A filter that selects nothing is a mistake, not a green run.
 		"--fail-on-empty"}
 	for _, f := range []struct{ flag, value string }{{"--label-filter", r.LabelFilter}, {"--focus", r.Focus}, {"--skip", r.Skip}} {
@@ -43,9 +47,13 @@ func (r Run) Args() []string {
 		}
 	}
 	args = append(args, r.ExtraGinkgoArgs...)
+	dumps := r.DumpDir
+	if dumps == "" {
+		dumps = filepath.Join(r.OutputDir, "dumps")
+	}
 	args = append(args, r.TestBinary, "--",
 		"--kubeconfig", r.Kubeconfig, "--faultline.fakes-image", r.FakesImage,
-		"--faultline.dump-dir", filepath.Join(r.OutputDir, "dumps"))
+		"--faultline.dump-dir", dumps)
 	return append(args, r.ExtraArgs...)
 }
 

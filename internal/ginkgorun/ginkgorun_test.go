@@ -36,7 +36,7 @@ func TestOutcome(t *testing.T) {
 
 func TestArgs(t *testing.T) {
 	args := strings.Join(Run{Procs: 2, OutputDir: "/r", Skip: "x", TestBinary: "/t", Kubeconfig: "k", FakesImage: "f", ExtraArgs: []string{"--a"}}.Args(), " ")
-	want := "run --procs 2 --output-dir /r --junit-report junit_01.xml --json-report ginkgo.json --no-color --timeout 60m --poll-progress-after 120s --fail-on-empty --skip x /t -- --kubeconfig k --faultline.fakes-image f --faultline.dump-dir /r/dumps --a"
+	want := "run --procs 2 --output-dir /r --junit-report junit_01.xml --json-report ginkgo.json --no-color --timeout 60m --poll-progress-after 120s --randomize-all --fail-on-empty --skip x /t -- --kubeconfig k --faultline.fakes-image f --faultline.dump-dir /r/dumps --a"
 	if args != want {
 		t.Errorf("args:\n%s\nwant:\n%s", args, want)
 	}

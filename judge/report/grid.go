@@ -10,7 +10,8 @@ import (
 )
 
 // WriteGrid prints the verdicts for a terminal: requirements as rows, stacks
-// as columns, one symbol per cell; then what was unexpected, with why.
+// as columns, one symbol per cell; then what was unexpected, with why; then
+// the specs that took well over their floor (WriteOverFloor).
 func WriteGrid(w io.Writer, r *verdicts.Report) {
 	idWidth := len("requirement")
 	for _, req := range r.Requirements {
@@ -55,6 +56,7 @@ func WriteGrid(w io.Writer, r *verdicts.Report) {
 		fmt.Fprintf(w, "%s: %s\n", s.Key, s.Column())
 	}
 	writeOutcome(w, r)
+	WriteOverFloor(w, r)
 }
 
 // WriteOutcome says whether the run is good, and if not, every unexpected

@@ -44,6 +44,19 @@ type htmlView struct {
 	Setup      []htmlSetupFailure
 	// Mark and FailSymbol draw the legend's and the cells' unexpected marker.
 	Mark, FailSymbol string
+	// HasFloors: some spec declared its floor (floor.go); OverFloor are
+	// the specs over FloorFactor times it, AllFloors every spec of every
+	// stack, FloorsDeclared of them declared one.
+	HasFloors                 bool
+	FloorIntro, FloorFactor   string
+	OverFloor, AllFloors      []htmlFloorRow
+	FloorsDeclared, FloorsAll int
+}
+
+// htmlFloorRow is a spec in the tables of time against floor.
+type htmlFloorRow struct {
+	Stack string
+	htmlSpec
 }
 
 type htmlStack struct {
@@ -84,6 +97,10 @@ type htmlCell struct {
 type htmlSpec struct {
 	verdicts.Spec
 	Slug, Symbol, Took, DumpHref string
+	// FloorText, Ratio and FloorParts show the spec's floor (floor.go);
+	// Over: it took more than FloorFactor times it.
+	FloorText, Ratio, FloorParts string
+	Over                         bool
 }
 
 type htmlUnexpected struct {
@@ -163,6 +180,18 @@ func htmlViewOf(r *verdicts.Report) htmlView {
 			Anchor: htmlAnchor(n.Requirement, n.Stack), Requirement: n.Requirement, Stack: n.Stack, Why: string(n.State),
 		})
 	}
+	if v.HasFloors = r.HasFloors(); v.HasFloors {
+		v.FloorIntro, v.FloorFactor = floorIntro, fmt.Sprintf("%.1f×", verdicts.FloorFactor)
+		v.FloorsDeclared, v.FloorsAll = floorCounts(r)
+		for _, s := range r.OverFloor() {
+			v.OverFloor = append(v.OverFloor, htmlFloorRow{Stack: s.Stack, htmlSpec: htmlSpecOf(s.Spec)})
+		}
+		for _, st := range r.Stacks {
+			for _, s := range r.StackSpecs(st.Key) {
+				v.AllFloors = append(v.AllFloors, htmlFloorRow{Stack: st.Key, htmlSpec: htmlSpecOf(s)})
+			}
+		}
+	}
 	v.Status = htmlStatus(len(v.Unexpected), len(v.Setup))
 	if v.OK && !v.Complete {
 		v.Status = "INCOMPLETE: nothing unexpected, " + v.Checked
@@ -235,7 +264,8 @@ func htmlCellOf(req, stack string, v *verdicts.Verdict) htmlCell {
 }
 
 func htmlSpecOf(s verdicts.Spec) htmlSpec {
-	h := htmlSpec{Spec: s, Slug: htmlSlug(s.State), Symbol: Symbol(s.State), Took: htmlDuration(s.Duration)}
+	h := htmlSpec{Spec: s, Slug: htmlSlug(s.State), Symbol: Symbol(s.State), Took: roundDuration(s.Duration),
+		FloorText: FloorText(s.Floor), Ratio: RatioText(s), FloorParts: FloorParts(s.Floor), Over: s.OverFloor()}
 	if s.Dump != "" {
 		// A directory link: the trailing slash makes a browser list it.
 		h.DumpHref = strings.TrimSuffix(path.Clean(filepath.ToSlash(s.Dump)), "/") + "/"
@@ -243,9 +273,9 @@ func htmlSpecOf(s verdicts.Spec) htmlSpec {
 	return h
 }
 
-// htmlDuration rounds to what a reader cares about: milliseconds for quick
+// roundDuration rounds to what a reader cares about: milliseconds for quick
 // specs, tenths of a second up to a minute, then seconds.
-func htmlDuration(d time.Duration) string {
+func roundDuration(d time.Duration) string {
 	switch {
 	case d < time.Second:
 		return d.Round(time.Millisecond).String()
@@ -255,7 +285,21 @@ func htmlDuration(d time.Duration) string {
 	return d.Round(time.Second).String()
 }
 
-var htmlPage = template.Must(template.New("report").Parse(htmlTemplate))
+var htmlPage = func() *template.Template {
+	page := template.Must(template.New("report").Parse(htmlTemplate))
+	template.Must(page.New("floors").Parse(htmlFloorsTemplate))
+	return page
+}()
+
+// htmlFloorsTemplate is a table of specs' time against floor.
+const htmlFloorsTemplate = `<table class="floors">
+<thead><tr><th>stack</th><th>spec</th><th>run</th><th>state</th><th>took</th><th>floor</th><th>ratio</th><th>the floor's timers</th></tr></thead>
+<tbody>
+{{- range .}}
+<tr{{if .Over}} class="over"{{end}}><td>{{.Stack}}</td><td>{{.Name}}</td><td class="num">{{.Run}}</td><td><span class="chip state-{{.Slug}}"><span class="sym">{{.Symbol}}</span> {{.State}}</span></td><td class="num">{{.Took}}</td><td class="num">{{.FloorText}}</td><td class="num ratio">{{.Ratio}}</td><td>{{.FloorParts}}</td></tr>
+{{- end}}
+</tbody>
+</table>`
 
 const htmlTemplate = `<!DOCTYPE html>
 <html lang="en">
@@ -322,6 +366,12 @@ ul.legend li { display: contents; }
 ol.specs { padding-left: 1.2rem; margin: .3rem 0; }
 ol.specs li { margin: .3rem 0 .6rem; }
 pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflow: auto; background: #f6f8fa; border: 1px solid #ddd; border-radius: 3px; padding: .4rem .5rem; margin: .3rem 0; }
+table.floors { font-size: 12px; margin: .3rem 0 .6rem; }
+table.floors th, table.floors td { border: 1px solid #ddd; padding: .15rem .4rem; text-align: left; vertical-align: top; }
+table.floors th { background: #f3f3f3; }
+table.floors td.num { text-align: right; white-space: nowrap; }
+.floor { color: #555; white-space: nowrap; }
+.floor.over, table.floors tr.over td.ratio { color: #8a0010; font-weight: bold; }
 .setup { border: 1px solid #e0a0a0; border-radius: 4px; padding: .5rem .7rem; margin: .5rem 0; max-width: 60rem; }
 </style>
 </head>
@@ -442,7 +492,7 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 {{- end}}
 <ol class="specs">
 {{- range .Specs}}
-<li><span class="chip state-{{.Slug}}"><span class="sym">{{.Symbol}}</span> {{.State}}</span> run {{.Run}}, {{.Took}}: {{.Name}}{{with .Location}}<br><small><code>{{.}}</code></small>{{end}}
+<li><span class="chip state-{{.Slug}}"><span class="sym">{{.Symbol}}</span> {{.State}}</span> run {{.Run}}, {{.Took}}{{if .Floor}} <span class="floor{{if .Over}} over{{end}}" title="{{.FloorParts}}">(floor {{.FloorText}}, {{.Ratio}})</span>{{end}}: {{.Name}}{{with .Location}}<br><small><code>{{.}}</code></small>{{end}}
 {{- with .Message}}
 <pre>{{.}}</pre>
 {{- end}}
@@ -464,6 +514,24 @@ pre { white-space: pre-wrap; overflow-wrap: anywhere; max-height: 24rem; overflo
 {{- end}}
 </tbody>
 </table>
+</section>
+
+<section id="floors">
+<h2>Time against floor</h2>
+{{- if not .HasFloors}}
+<p>No spec of this run declares its floor (a faultline before floors): how its time compares with the stack's timers is unknown.</p>
+{{- else}}
+<p class="muted">{{.FloorIntro}}</p>
+{{- if .OverFloor}}
+<p>Over {{.FloorFactor}} their floor, the slowest first:</p>
+{{template "floors" .OverFloor}}
+{{- else}}
+<p>No spec took over {{.FloorFactor}} its floor.</p>
+{{- end}}
+<details><summary>Every spec's time and floor ({{.FloorsDeclared}} of {{.FloorsAll}} specs declare one)</summary>
+{{template "floors" .AllFloors}}
+</details>
+{{- end}}
 </section>
 {{- if .Setup}}
 <section id="setup">

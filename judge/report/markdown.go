@@ -10,7 +10,8 @@ import (
 )
 
 // WriteMarkdown writes report.md: what was tested, the grid, why each
-// requirement that does not pass does not, and what was unexpected.
+// requirement that does not pass does not, what was unexpected, and each
+// spec's time against its floor.
 func WriteMarkdown(w io.Writer, r *verdicts.Report) {
 	fmt.Fprintln(w, "# faultline verdicts")
 	fmt.Fprintln(w)
@@ -22,6 +23,7 @@ func WriteMarkdown(w io.Writer, r *verdicts.Report) {
 	fmt.Fprintln(w)
 	writeOutcome(w, r)
 	writeMarkdownReasons(w, r)
+	writeMarkdownFloors(w, r)
 }
 
 func writeMarkdownHeader(w io.Writer, r *verdicts.Report) {

@@ -103,17 +103,16 @@ func TestJSONRoundTrip(t *testing.T) {
 // TestReadmeGridIsGenerated: the README's verdict grid is exactly what
 // faultline report --update-readme writes for the full runs recorded in
 // judge/verdicts/testdata (full10-<minor>-<runtime>: every suite on the
-// pinned patches of 1.37 and 1.36, with causes and premises as the specs
-// record them; 1.35's full run predates two fixes, see
-// verdicts.recordedBefore135Fixes), judged by the built-in expectations. New full runs replace
-// them, and a changed catalogue or expectation shows here.
+// pinned patch of each supported minor, with causes and premises as the
+// specs record them), judged by the built-in expectations. New full runs
+// replace them, and a changed catalogue or expectation shows here.
 func TestReadmeGridIsGenerated(t *testing.T) {
 	doc, err := os.ReadFile("../../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	var runs []verdicts.Run
-	for _, name := range []string{"full10-137-containerd", "full10-137-crio", "full10-136-containerd", "full10-136-crio"} {
+	for _, name := range []string{"full10-137-containerd", "full10-137-crio", "full10-136-containerd", "full10-136-crio", "full10-135-containerd", "full10-135-crio"} {
 		run, err := verdicts.ReadGinkgoFile("../verdicts/testdata/"+name+".json.gz", 1, "")
 		if err != nil {
 			t.Fatal(err)

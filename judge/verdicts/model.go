@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/vocab/versions"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // State is what a requirement's specs showed on a stack.
@@ -67,6 +68,36 @@ type Spec struct {
 	// directory as read (FromGinkgo), to the artifacts directory once
 	// ReadArtifacts has placed it.
 	Dump string `json:"dump,omitempty"`
+	// Floor is the time the spec's scenario must wait out by design, the
+	// component timers it declared (wire.FloorEntry); nil when it declared
+	// none (a run of a faultline before floors, or a spec that ended before
+	// its floor was known).
+	Floor *wire.Floor `json:"floor,omitempty"`
+}
+
+// FloorFactor is how far over its floor a spec's time may go before the
+// report lists it: the kubelet's jitter (up to +50% on a resync or a
+// back-off) and a spec's own steps (pods starting, API round trips) fit
+// under it, a spec that mostly waits for faultline does not.
+const FloorFactor = 1.5
+
+// FloorRatio is the spec's run time over its floor; false when its floor is
+// unknown or zero (no timer to measure it against).
+func (s Spec) FloorRatio() (float64, bool) {
+	if s.Floor == nil || s.Floor.Total <= 0 {
+		return 0, false
+	}
+	return float64(s.Duration) / float64(s.Floor.Total), true
+}
+
+// OverFloor says whether the spec took more than FloorFactor times its
+// floor. A skipped or pending spec never ran its scenario: never.
+func (s Spec) OverFloor() bool {
+	if s.State == Skipped || s.State == Pending {
+		return false
+	}
+	ratio, ok := s.FloorRatio()
+	return ok && ratio > FloorFactor
 }
 
 // Verdict is one requirement on one stack, over every run.

@@ -330,6 +330,8 @@ func specOf(sr types.SpecReport, run int) Spec {
 		}
 		s.Cause = causeOf(sr)
 	}
+	var floors []wire.Floor
+	badFloor := false
 	for _, e := range sr.ReportEntries {
 		var dir string
 		// Only a path inside the results directory: a report from
@@ -337,6 +339,16 @@ func specOf(sr types.SpecReport, run int) Spec {
 		if e.Name == wire.DumpEntry && json.Unmarshal([]byte(e.Value.AsJSON), &dir) == nil && filepath.IsLocal(dir) {
 			s.Dump = filepath.ToSlash(dir)
 		}
+		if e.Name == wire.FloorEntry {
+			var f wire.Floor
+			// Not a floor harness.Floor writes: the spec's floor is
+			// unknown, not smaller.
+			badFloor = badFloor || json.Unmarshal([]byte(e.Value.AsJSON), &f) != nil || f.Total < 0
+			floors = append(floors, f)
+		}
+	}
+	if !badFloor {
+		s.Floor = wire.Sum(floors...)
 	}
 	return s
 }

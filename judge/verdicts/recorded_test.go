@@ -81,12 +81,8 @@ func namedBy(runs ...Run) map[string]bool {
 //   - full10-137-*, full10-136-*: every suite on v1.37.2 (2026-11-26 07:41,
 //     the session's last commit) and on v1.36.5 (06:10), both runtimes (the
 //     README's grid): read as they are;
-//   - full10-135-*: every suite on v1.35.8 (2026-11-26 07:06), before the
-//     health specs ended as not implemented where the gate is off (they
-//     skipped), and with one failure of faultline's own on crio-1.35
-//     (NRI-ASYNC-ERROR-IGNORED: the plugin's RemovePodSandbox record did not
-//     come within 60 s; it passed on the rerun of 07:26 and on every other
-//     stack);
+//   - full10-135-*: every suite on v1.35.8 (2026-11-26 08:36, the session's
+//     first full run; the README's grid): read as they are;
 //   - rerun135-*: the DRA health and taint specs and the NRI asynchronous
 //     hooks on v1.35.8 again (2026-11-26 07:26);
 //   - cdi1363-containerd, cdi1363-crio: 'smoke || ci' with the CDI and
@@ -486,12 +482,6 @@ func TestRecordedVariantsMatchTheirBase(t *testing.T) {
 	}
 }
 
-// recordedBefore135Fixes are the verdicts of full10-135 that today's specs
-// and expectations do not take as they came: the health specs skipped then
-// (today: not implemented, as the 1.35 expectations say), and crio-1.35's
-// one failure of faultline's own (see the list of recorded runs).
-var recordedBefore135Fixes = map[string]bool{"DRA-HEALTH-IN-POD-STATUS": true, "DRA-HEALTH-RECONNECT": true, "NRI-ASYNC-ERROR-IGNORED": true}
-
 // TestStacksByMinorAndPatch: the pinned patch of every supported minor, and
 // v1.36.3, judged by the built-in expectations as recorded: nothing
 // unexpected, and kubernetes#140274 where its history says (fails until
@@ -507,8 +497,8 @@ func TestStacksByMinorAndPatch(t *testing.T) {
 	}{
 		{"full10-137", "v1.37.2", Pass}, {"full10-136", "v1.36.5", Pass}, {"full10-135", "v1.35.8", KnownDiscrepancy},
 		{"cdi1363", "v1.36.3", KnownDiscrepancy},
-		// The v1.35.8 rerun of the specs full10-135 took otherwise: device
-		// health and taints not implemented, the NRI asynchronous hooks pass.
+		// The DRA health and taint specs and the NRI asynchronous hooks,
+		// again on v1.35.8.
 		{"rerun135", "v1.35.8", ""},
 	} {
 		for _, rt := range []string{"containerd", "crio"} {
@@ -522,10 +512,6 @@ func TestStacksByMinorAndPatch(t *testing.T) {
 			}
 			rep := Build([]Run{r}, x, Header{OwnClusters: true})
 			for _, v := range rep.Unexpected() {
-				if c.name == "full10-135" && recordedBefore135Fixes[v.Requirement] {
-					t.Logf("%s: %s: %s (as recorded, see recordedBefore135Fixes)", name, v.Requirement, v.Unexpected)
-					continue
-				}
 				t.Errorf("%s: %s: %s", name, v.Requirement, v.Unexpected)
 			}
 			if c.cdi == "" {

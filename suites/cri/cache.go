@@ -24,6 +24,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/suites/harness"
 	"github.com/faultline-k8s/faultline/vocab/needs"
+	"github.com/faultline-k8s/faultline/vocab/runtimes"
 )
 
 // stageRequirements are the requirements of one stage's specs, spec by spec.
@@ -55,17 +56,29 @@ var requirementsOf = map[string]stageRequirements{
 var _ = describeStage(stageSandbox)
 var _ = describeStage(stageContainer)
 
+// stageAlone is what makes a stage's specs Serial where they need the node
+// alone: containerd's CreateContainer slowdown stalls the fake NRI plugin's
+// CreateContainer hook, and NRI calls the hooks under one lock, so every
+// container creation on the node waits for the stall. CRI-O's runs through
+// runc-slow, which holds only the spec's own creation (slowdownFor), as do
+// both runtimes' sandbox slowdowns. (The restart specs are Serial anyway.)
+func stageAlone(stage string) []any {
+	if stage != stageContainer {
+		return nil
+	}
+	return harness.SerialWhere(func(rt runtimes.Runtime) bool { return !rt.CreateContainerRunsOCICreate })
+}
+
 func describeStage(stage string) bool {
 	args := []interface{}{framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache")}
 	if stage == stageContainer {
-		// containerd's slowdown stalls the fake NRI plugin's
-		// CreateContainer hook, and NRI calls the hooks under one lock: every
-		// container creation on the node waits for the stall. Specs must not
-		// share that.
-		args = append(args, framework.WithSerial(), harness.Needs(needs.ContainerSlowdown))
+		args = append(args, harness.Needs(needs.ContainerSlowdown))
 	}
 	ids := requirementsOf[stage]
 	return describe(stage, append([]interface{}{"timed-out " + stage}, append(args, func() {
+		// Decided as the tree is built, when the runtime is known (not at
+		// init, when this container is declared).
+		alone := stageAlone(stage)
 		f := framework.NewDefaultFramework("cri")
 		f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 		var t *target
@@ -87,7 +100,7 @@ func describeStage(stage string) bool {
 			ginkgo.By(t.slow.String())
 		})
 
-		framework.It("an identical retry after the runtime finished returns the same object, created once", harness.Checks(ids.retryGetsFirst), framework.WithLabel("ci"), func(ctx context.Context) {
+		framework.It("an identical retry after the runtime finished returns the same object, created once", alone, harness.Checks(ids.retryGetsFirst), framework.WithLabel("ci"), func(ctx context.Context) {
 			timeOut(ctx, t)
 			first := firstStarted(ctx, t)
 			t.release(ctx)
@@ -104,7 +117,7 @@ func describeStage(stage string) bool {
 			expectListed(ctx, t, "exactly the claimed object is listed", id)
 		})
 
-		framework.It("a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", harness.Checks(ids.retryInProgress), func(ctx context.Context) {
+		framework.It("a retry while the creation is in progress creates nothing: the runtime refuses it, or answers it with the first object once that is done", alone, harness.Checks(ids.retryInProgress), func(ctx context.Context) {
 			timeOut(ctx, t)
 			sent := t.sent
 			first := firstStarted(ctx, t)
@@ -210,7 +223,7 @@ func describeStage(stage string) bool {
 			expectCreatedOnce(ctx, t)
 		})
 
-		framework.It("a timed-out object is not listed and cannot be operated on until claimed", harness.Checks(ids.unclaimedHidden), func(ctx context.Context) {
+		framework.It("a timed-out object is not listed and cannot be operated on until claimed", alone, harness.Checks(ids.unclaimedHidden), func(ctx context.Context) {
 			timeOut(ctx, t)
 			id := firstStarted(ctx, t)
 			t.release(ctx)
@@ -238,7 +251,7 @@ func describeStage(stage string) bool {
 			})
 		})
 
-		framework.It("a changed request gets a new object and the timed-out one is removed", harness.Checks(ids.changedRequest), func(ctx context.Context) {
+		framework.It("a changed request gets a new object and the timed-out one is removed", alone, harness.Checks(ids.changedRequest), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			t.release(ctx)
@@ -257,7 +270,7 @@ func describeStage(stage string) bool {
 			expectRemoved(ctx, t, old, cleanupWindow)
 		})
 
-		framework.It("a timed-out object nobody asks for again is removed", harness.Checks(ids.unclaimedRemoved), framework.WithSlow(), func(ctx context.Context) {
+		framework.It("a timed-out object nobody asks for again is removed", alone, harness.Checks(ids.unclaimedRemoved), framework.WithSlow(), func(ctx context.Context) {
 			timeOut(ctx, t)
 			old := firstStarted(ctx, t)
 			t.release(ctx)
@@ -386,8 +399,10 @@ func claimFreeName(ctx context.Context, t *target, failed string) string {
 }
 
 // timeOut sends the first request and checks that the caller's deadline, not
-// the runtime, ended it.
+// the runtime, ended it. Every spec begins with it: it declares the spec's
+// floor first (declareFloor).
 func timeOut(ctx context.Context, t *target) {
+	declareFloor(t)
 	ginkgo.By(fmt.Sprintf("%s with a %s deadline", t.stage, t.slow.Deadline))
 	t.sent = time.Now()
 	id, err := t.create(ctx, t.slow.Deadline, true)

@@ -23,8 +23,12 @@ import (
 )
 
 // kubeletRetry bounds the kubelet's next sync of a pod after a failed one
-// (backOffPeriod 10 s plus jitter).
-const kubeletRetry = 15 * time.Second
+// (backOffPeriod 10 s plus jitter); kubeletBackOff is that back-off
+// without its jitter.
+const (
+	kubeletRetry   = kubeletBackOff * 3 / 2
+	kubeletBackOff = 10 * time.Second
+)
 
 var _ = describe("", "kubelet with slow creation", framework.WithFeature(featureResourceCache), framework.WithLabel("ResourceCache"), framework.WithSlow(), func() {
 	f := framework.NewDefaultFramework("cri-kubelet")
@@ -53,6 +57,19 @@ var _ = describe("", "kubelet with slow creation", framework.WithFeature(feature
 			ginkgo.By(fmt.Sprintf("%s: only the sandbox creation is slowed (CreateContainer runs no OCI create)", n.Runtime))
 			containerDelay = 0
 		}
+		// The kubelet's deadlines, and the retry of the timed-out sandbox
+		// after the pod worker's back-off; a failed CreateContainer's first
+		// retry comes at once (as the NRI suite's runs show, nri
+		// floorRetries). The 5 s the creations outlast the deadlines are
+		// faultline's.
+		floor := []harness.Part{
+			harness.Wait("kubelet's RunPodSandbox deadline (2 x runtimeRequestTimeout)", 2*timeout),
+			harness.Wait("kubelet pod worker back-off before the retry", kubeletBackOff),
+		}
+		if containerDelay > 0 {
+			floor = append(floor, harness.Wait("kubelet's CreateContainer deadline (runtimeRequestTimeout)", timeout))
+		}
+		harness.Floor(floor...)
 		pod.Annotations = ociruntime.SlowCreate{Request: token, SandboxDelay: sandboxDelay, ContainerDelay: containerDelay}.Annotations()
 		ginkgo.By(fmt.Sprintf("runtimeRequestTimeout %s: sandbox creation takes %s, container creation %s", timeout, sandboxDelay, containerDelay))
 		// The witnesses (the runtime's lists, runc-slow's log) are the node's.

@@ -62,6 +62,7 @@ var _ = describe("CDI devices after a partly failed prepare", framework.WithFeat
 	omittedSpec := cdi(faults([]faultspec.Fault{{Type: faultspec.Omit, Count: ptr.To(1)}}, nil))
 
 	framework.It("lists each claim's CDI device once in the kubelet after a prepare whose first response left one of two claims out, runs the pod, and prepares the answered claim once", harness.Checks("DRA-TWO-DRIVERS-CDI-ONCE"), func(ctx context.Context) {
+		harness.Floor(floorResync)
 		cs := f.ClientSet
 		answered := createClaim(ctx, f, "answered", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, answeredSpec))
 		omitted := createClaim(ctx, f, "omitted", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, omittedSpec))

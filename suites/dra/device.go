@@ -47,6 +47,8 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// in DeferCleanup.
 	framework.It("evicts the pod of a device that fails permanently while in use (NoExecute taint); the replacement pod runs on a healthy device and the failed device is not allocated again", harness.Checks("DRA-TAINTED-DEVICE-EVICTS"), harness.Informs(needs.GateDeviceTaints),
 		framework.WithSerial(), framework.WithFeature(featureDeviceTaints), framework.WithLabel("ci"), func(ctx context.Context) {
+			// The eviction controller acts at once: no toleration seconds.
+			harness.Floor()
 			cs := f.ClientSet
 			ns := f.Namespace.Name
 			template := &resourceapi.ResourceClaimTemplate{
@@ -189,6 +191,7 @@ var _ = describe("device failure while in use", framework.WithFeature(featureDRA
 	// and with it the claim, is deleted.
 	framework.It("reports device health in the pod status: a device that fails while in use shows as Unhealthy in allocatedResourcesStatus with its ID <driver>/<pool>/<device> and the driver's message", harness.Checks("DRA-HEALTH-IN-POD-STATUS"), harness.Informs(needs.GateHealth),
 		framework.WithFeature(featureResourceHealth), func(ctx context.Context) {
+			harness.Floor()
 			cs := f.ClientSet
 			w := watchHealth(ctx, f, "health", firstDriver, "while it works")
 			dev, node, id, name, health := w.dev, w.node, w.id, w.name, w.health

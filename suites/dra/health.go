@@ -33,8 +33,13 @@ var _ = describe("device health when the driver's health stream drops", framewor
 	// (gRPC status Unavailable), not the kubelet's connection to the
 	// driver, which those calls share. A spec that checks the second
 	// driver's health must be Serial with this one.
-	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth),
+	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth), harness.Lasts(healthStreamDown),
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
+			// The stream stays down until the pod's next resync, at most
+			// prepareRetryMax away, has shown the device Unknown; the rest
+			// of healthStreamDown is faultline's slack.
+			harness.Floor(harness.Wait("the pod's next kubelet resync, jitter included, while the health stream is down", prepareRetryMax),
+				harness.Period("kubelet health stream reconnect loop", healthReconnectPeriod))
 			cs := f.ClientSet
 			d := secondDriver
 			w := watchHealth(ctx, f, "watched", d, "while the driver's health stream runs")

@@ -47,6 +47,8 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 		stall := []faultspec.Fault{{Type: faultspec.Stall, Duration: kubeletRestartStall.String(), Count: ptr.To(1)}}
 
 		framework.It("retries a NodePrepareResources call the kubelet's restart cut: the pod runs, and the driver prepared the claim once", harness.Checks("DRA-KUBELET-RESTART-PREPARE"), framework.WithSlow(), func(ctx context.Context) {
+			// The restart cuts the stall short (faultline's length).
+			harness.Floor(floorKubeletRestart, floorQuietResync)
 			claim := createClaim(ctx, f, "restart-prepare", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(stall, nil)))
 			pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("restart-prepare", claim)))
 			claim, _ = allocated(ctx, f, claim, firstDriver)
@@ -77,6 +79,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 		})
 
 		framework.It("retries a NodeUnprepareResources call the kubelet's restart cut: the pod's deletion completes, and the driver unprepared the claim once", harness.Checks("DRA-KUBELET-RESTART-UNPREPARE"), func(ctx context.Context) {
+			harness.Floor(floorKubeletRestart)
 			cs := f.ClientSet
 			claim := createClaim(ctx, f, "restart-unprepare", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, stall)))
 			pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("restart-unprepare", claim)))

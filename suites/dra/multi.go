@@ -46,6 +46,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	}
 
 	framework.It("names every failing device of a claim in the error the user sees, and unprepares the healthy driver's claim exactly once", harness.Checks("DRA-EVERY-FAILING-DEVICE-NAMED"), framework.WithLabel("ci"), func(ctx context.Context) {
+		harness.Floor(floorResync)
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
@@ -72,6 +73,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	})
 
 	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", harness.Checks("DRA-EVERY-FAILING-CLAIM-NAMED"), func(ctx context.Context) {
+		harness.Floor(floorResync)
 		cs := f.ClientSet
 		one := createClaim(ctx, f, "one", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
 		two := createClaim(ctx, f, "two", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
@@ -151,7 +153,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		})
 	})
 
-	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), func(ctx context.Context) {
+	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), harness.Lasts(2*kubeletResync), func(ctx context.Context) {
 		cs := f.ClientSet
 		broken := createClaim(ctx, f, "broken", []request{{name: "dev", driver: firstDriver}},
 			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))
@@ -194,6 +196,16 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		})
 		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 		harness.Ours(err)
+		// Each attempt after the first came at a resync; how many it took
+		// is the kubelet's map order. Every attempt fails the broken claim,
+		// the healthy driver's call coming first or not at all.
+		b, err := draClient().On(node, firstDriver).Calls(ctx, string(broken.UID))
+		harness.Ours(err)
+		if n := b.Summary.PrepareFailed; n > 1 {
+			harness.Floor(floorResync.Times(n - 1))
+		} else {
+			harness.Floor()
+		}
 		report("healthy claim before deletion", "prepared=%v (%+v)", prepared(h), h.Summary)
 
 		ginkgo.By("deleting the pod")

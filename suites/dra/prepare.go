@@ -37,6 +37,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// while failing, then Running, exactly failures+1 prepare calls, one
 	// event per failure.
 	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int) {
+		harness.Floor(floorResync.Times(failures))
 		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
 		claim, devs := allocated(ctx, f, claim, firstDriver)
@@ -69,7 +70,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		})
 	}
 
-	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), func(ctx context.Context) {
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), harness.Lasts(2*prepareRetryMax), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2)
 	})
 
@@ -110,6 +111,8 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 				"a permanent NodePrepareResources error must fail the pod, or at least be retried")
 		})
 		if phase != v1.PodFailed {
+			// The kubelet called again: at the pod's next resync.
+			harness.Floor(floorResync)
 			gates, err := kubelet.ReadFeatureGates(ctx, cs, node)
 			gate := "unknown to the kubelet"
 			if enabled, known := gates[gatePermanentFailures]; err == nil && known {
@@ -121,6 +124,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		gomega.Expect(failedAt.Summary.PrepareCalls).To(gomega.BeNumerically(">=", 1))
 		gomega.Expect(failedAt.Summary.PrepareSucceeded).To(gomega.BeZero())
 
+		harness.Floor(floorQuietResync)
 		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
 		harness.Cause("prepared-again", func() {
 			gomega.Consistently(ctx, func(ctx context.Context) int {
@@ -133,7 +137,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
 	})
 
-	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), func(ctx context.Context) {
+	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), harness.Lasts(2*prepareRetryMax), func(ctx context.Context) {
 		cs := f.ClientSet
 		// Valid JSON, so the API server stores it; the driver's strict
 		// parser rejects the duration.
@@ -171,6 +175,13 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			}).WithTimeout((want-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
 		})
 
+		// Each prepare call after the first comes at a resync; a kubelet
+		// with KEP-5322 fails the pod at the first.
+		if n := rep.Summary.PrepareCalls; n > 1 {
+			harness.Floor(floorResync.Times(n - 1))
+		} else {
+			harness.Floor()
+		}
 		g := gaps(rep, calls.Prepare)
 		report("bad configuration retry gaps", "%s over %d calls", durations(g), rep.Summary.PrepareCalls)
 		harness.Cause("retried-too-fast", func() {
@@ -194,7 +205,8 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		// witness of the kubelet: the events above are.
 	})
 
-	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), func(ctx context.Context) {
+	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), harness.Lasts(draCallTimeout+kubeletResync+prepareRetryMax), func(ctx context.Context) {
+		harness.Floor(floorCallDeadline, floorResync, floorQuietResync)
 		cs := f.ClientSet
 		// Longer than the kubelet's deadline, first call only.
 		stall := 2 * draCallTimeout
@@ -249,6 +261,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// claim" also holds when the driver does not answer in time; then the
 	// kubelet has nothing but its own error to show.
 	framework.It("names the driver and the claim in the error the user sees when a prepare call runs into the kubelet's deadline", harness.Checks("DRA-DEADLINE-ERROR-NAMED"), func(ctx context.Context) {
+		harness.Floor(floorCallDeadline)
 		cs := f.ClientSet
 		claim := createClaim(ctx, f, "deadline", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{
 			{Type: faultspec.Stall, Duration: (2 * draCallTimeout).String(), Count: ptr.To(1)},

@@ -1,6 +1,10 @@
 package dra
 
-import "time"
+import (
+	"time"
+
+	"github.com/faultline-k8s/faultline/suites/harness"
+)
 
 // Timeouts derive from the mechanisms that drive the kubelet's DRA calls,
 // measured on the faultline kind cluster (one node, Kubernetes v1.36.3,
@@ -52,6 +56,10 @@ const (
 	// pod worker's error backoff, 10 s + 50% jitter (plus up to 1 s until
 	// the pod worker looks at its queue, see prepareRetryTolerance).
 	unprepareRetryMax = 15 * time.Second
+	// unprepareBackOff is that error backoff without its jitter: a quiet
+	// terminating pod's next unprepare comes no sooner (the first retry
+	// rides on the pod's own termination events, measured above).
+	unprepareBackOff = 10 * time.Second
 
 	// draCallTimeout is the kubelet's deadline for one DRA gRPC call.
 	draCallTimeout = 45 * time.Second
@@ -89,6 +97,10 @@ const (
 	// process shows in /proc, and the node is Ready; the relay's
 	// port-forward runs through the kubelet and answers again only then.
 	kubeletRestartTimeout = 2 * time.Minute
+	// kubeletRestartDelay is that RestartSec: systemd starts the kubelet
+	// again this long after it ended (clusters/nodeimage/nodefs,
+	// kubelet.service).
+	kubeletRestartDelay = time.Second
 	// kubeletRestartStall is how long a Stall fault holds the DRA call the
 	// kubelet restart cuts: well under draCallTimeout, so that only the
 	// restart ends it, and long enough to see it in progress (poll) and
@@ -123,4 +135,22 @@ const (
 	// dials its channel to a driver again at most this long after the
 	// previous failed attempt; it sets no backoff of its own.
 	grpcReconnectMax = 120 * time.Second
+)
+
+// The kubelet's timers as the specs' floors name them (harness.Floor): a
+// retry at its base interval, a window that must outlast a timer at the
+// timer's longest.
+var (
+	// floorResync: a failed prepare is retried at the pod's next resync.
+	floorResync = harness.Wait("kubelet resync (syncFrequency) before the prepare retry", prepareRetryMin)
+	// floorQuietResync: a window in which no prepare call may come lasts a
+	// whole resync with its jitter.
+	floorQuietResync = harness.Wait("a whole kubelet resync with its jitter, without a prepare call", prepareRetryMax)
+	// floorCallDeadline: the kubelet gives up on a stalled DRA call.
+	floorCallDeadline = harness.Wait("kubelet's DRA call deadline", draCallTimeout)
+	// floorUnprepareBackOff: a failed unprepare of a quiet terminating pod
+	// is retried after the pod worker's error back-off.
+	floorUnprepareBackOff = harness.Wait("kubelet pod worker back-off before the unprepare retry", unprepareBackOff)
+	// floorKubeletRestart: systemd starts the stopped kubelet again.
+	floorKubeletRestart = harness.Wait("systemd RestartSec of the kubelet", kubeletRestartDelay)
 )

@@ -27,6 +27,8 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 	framework.It("retries a failing unprepare until it succeeds, and the pod's deletion completes only then", harness.Checks("DRA-UNPREPARE-RETRIED"), func(ctx context.Context) {
 		cs := f.ClientSet
 		const failures = 3
+		// The first retry rides on the pod's own termination events.
+		harness.Floor(floorUnprepareBackOff.Times(failures - 1))
 		claim := createClaim(ctx, f, "teardown", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
 			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
 		})))
@@ -57,6 +59,8 @@ var _ = describe("NodeUnprepareResources failure", framework.WithFeature(feature
 
 	framework.It("retries a failing unprepare of one of two drivers until it succeeds; the healthy driver's claim is unprepared once, repeated calls for it are no-ops", harness.Checks("DRA-UNPREPARE-TWO-DRIVERS"), func(ctx context.Context) {
 		const failures = 2
+		// The first retry rides on the pod's own termination events.
+		harness.Floor(floorUnprepareBackOff.Times(failures - 1))
 		failing := createClaim(ctx, f, "failing", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(nil, []faultspec.Fault{
 			{Type: faultspec.Transient, Count: ptr.To(failures), Message: "faultline: transient unprepare failure"},
 		})))

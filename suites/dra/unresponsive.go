@@ -36,6 +36,10 @@ var _ = describe("a driver that stops answering after registration", framework.W
 	dumpOnFailure(f)
 
 	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), func(ctx context.Context) {
+		// The first prepare stops the service, the one at the next resync
+		// finds it down (the wiping delay runs meanwhile), the one after
+		// finds it back.
+		harness.Floor(floorResync.Times(2))
 		cs := f.ClientSet
 		// The second driver: its name is not part of the first's, so a
 		// message naming one is not taken for naming the other.

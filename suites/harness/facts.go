@@ -200,6 +200,9 @@ func setCluster(in clusterFacts, log bool) error {
 	if err != nil {
 		return err
 	}
+	if err := checkTreeRuntime(info); err != nil {
+		return err
+	}
 	if log {
 		for _, n := range notes {
 			framework.Logf("cluster facts: %s", n)

@@ -97,6 +97,9 @@ func Main(m *testing.M) {
 	registerFlags(flag.CommandLine)
 	flag.Parse()
 
+	if rt, err := runtimes.Lookup(Flags.Runtime); Flags.Runtime != "" && err == nil {
+		treeRuntime = &rt // a bad name: checkFlags says so
+	}
 	kubeconfigGiven := flagGiven(flag.CommandLine, clientcmd.RecommendedConfigPathFlag)
 	if !kubeconfigGiven {
 		framework.TestContext.KubeConfig = ""
@@ -112,6 +115,18 @@ func Main(m *testing.M) {
 	if kubeconfigGiven {
 		haveCluster = true
 		framework.AfterReadingAllFlags(&framework.TestContext)
+	}
+	// Which specs run alone can depend on the runtime (serial.go): named
+	// by the flag (set above, also to list the specs for a runtime), else
+	// read from the cluster. Every process must build the same tree: one
+	// that cannot read the runtime stops here rather than guess.
+	if kubeconfigGiven && treeRuntime == nil {
+		rt, err := readTreeRuntime()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "faultline: the cluster's runtime, which decides which specs run alone: %v\n", err)
+			os.Exit(1)
+		}
+		treeRuntime = &rt
 	}
 	os.Exit(m.Run())
 }

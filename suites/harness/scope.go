@@ -55,6 +55,8 @@ func ItRefusesFaultsOutsideOwnNamespaces(f *framework.Framework, req FaultReques
 	decorators := append([]any(nil), args...)
 	args = append([]any{"refuses " + req.What + " outside faultline's own namespaces (admission policy), and admits it in them", Checks("FAULTLINE-FAULTS-SCOPED")}, args...)
 	args = append(args, func(ctx context.Context) {
+		// The policy's propagation is no timer of a known length.
+		Floor()
 		tenant, err := f.ClientSet.CoreV1().Namespaces().Create(ctx, &v1.Namespace{ObjectMeta: metav1.ObjectMeta{
 			GenerateName: "faultline-tenant-",
 			Labels:       map[string]string{"app.kubernetes.io/part-of": "faultline"},
@@ -145,6 +147,7 @@ func itRefusesArmingToTenants(f *framework.Framework, suite string, args ...any)
 	ginkgo.GinkgoHelper()
 	args = append([]any{"refuses to arm a namespace for faults (label " + scope.NamespaceLabel + ") to a tenant who may create namespaces and administers one (admission policy), and lets faultline's identity", Checks("FAULTLINE-FAULTS-SCOPED")}, args...)
 	args = append(args, func(ctx context.Context) {
+		Floor()
 		cs := f.ClientSet
 		name, user := access.ScopeTenant(suite), access.ScopeTenantUser(suite)
 		// Left by a killed run?

@@ -42,6 +42,7 @@ func DescribeSmoke(suite string) bool {
 		f := framework.NewDefaultFramework("smoke-" + suite)
 
 		framework.It("runs a pod and reads its log back", Checks("FAULTLINE-CLUSTER-RUNS-PODS"), func(ctx context.Context) {
+			Floor()
 			message := fmt.Sprintf("faultline %s smoke in %s", suite, f.Namespace.Name)
 			var pod *v1.Pod
 			Cause("not-running", func() {

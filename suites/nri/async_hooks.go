@@ -26,6 +26,7 @@ var _ = describe("NRI asynchronous and post hooks", framework.WithFeature(featur
 
 	for _, event := range []string{"PostCreateContainer", "PostStartContainer", "StopContainer", "RemoveContainer", "RemovePodSandbox"} {
 		framework.It(fmt.Sprintf("a plugin error in %s does not fail the pod's lifecycle: the pod starts, and deletes completely from the runtime", event), harness.Checks("NRI-ASYNC-ERROR-IGNORED"), func(ctx context.Context) {
+			harness.Floor(floorContainerGC)
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("async-"+event), B.Fault(event, faults.Fault{Mode: faults.Error})))
 			container := ""
 			if faults.IsContainerEvent(event) {

@@ -32,6 +32,7 @@ var _ = describe("NRI plugin chain", framework.WithFeature(featureNRI), framewor
 		{"CreateContainer", A},
 	} {
 		framework.It(fmt.Sprintf("an error from %s in %s stops the chain: the plugins before it saw that attempt in index order, the plugins after it never see it", tc.failing, tc.event), harness.Checks("NRI-ERROR-STOPS-CHAIN"), func(ctx context.Context) {
+			harness.Floor(floorRetries(tc.event, 1)...)
 			name := strings.ToLower(fmt.Sprintf("chain-%s-%s", tc.event, tc.failing.Container))
 			pod, node := createVictim(ctx, f, VictimPod(name, tc.failing.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: 1})))
 			harness.Cause("not-running", func() {

@@ -66,6 +66,8 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It(fmt.Sprintf("a plugin that declares fail_request and stalls in %s past the request timeout fails that request with an error naming the plugin and the request; the plugins after it never see that attempt, and the pod runs once the stall clears", event), framework.WithSerial(), harness.Checks("NRI-POLICY-FAIL-REQUEST"), func(ctx context.Context) {
+			// The stall's length is faultline's: only the timeout counts.
+			harness.Floor(append([]harness.Part{floorRequestTimeout()}, floorRetries(event, 1)...)...)
 			registeredAround(ctx, f)
 			timeout := harness.Cluster().NRIRequestTimeout
 			stall := policyStall()
@@ -154,6 +156,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It(fmt.Sprintf("a plugin that declares keep_connected and stalls in %s past the request timeout stays registered: the request goes on without it, the pod starts, and the plugin gets the next events on the same connection", event), framework.WithSerial(), harness.Checks("NRI-POLICY-KEEP-CONNECTED"), func(ctx context.Context) {
+			harness.Floor(floorRequestTimeout())
 			registeredAround(ctx, f)
 			timeout := harness.Cluster().NRIRequestTimeout
 			stall := policyStall()
@@ -212,6 +215,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It(fmt.Sprintf("an error that a plugin with a failure policy returns in %s still fails the request with the plugin's message: the policy covers timeouts and lost connections, not returned errors; the plugin stays registered", event), harness.Checks("NRI-POLICY-RETURNED-ERROR-FAILS"), func(ctx context.Context) {
+			harness.Floor(floorRetries(event, 1)...)
 			// K declares keep_connected without fail_request: for a
 			// failure the policy covered, the request would go on.
 			pod, node := createVictim(ctx, f, VictimPod("policy-error-"+lower(event),
@@ -251,6 +255,9 @@ var _ = describe("NRI required plugin that times out", framework.WithFeature(fea
 	f := framework.NewDefaultFramework("nri-required-timeout")
 
 	framework.It("a container whose required plugin stalls in CreateContainer past the request timeout is not created as if the plugin had been consulted: the container that runs is one whose CreateContainer the plugin answered", harness.Checks("NRI-REQUIRED-PLUGIN-TIMEOUT"), harness.Needs(needs.NRIValidator), func(ctx context.Context) {
+		// The container's creation, refused for the required plugin, is
+		// retried at once (floorRetries); the plugin's return is the fake's.
+		harness.Floor(floorRequestTimeout())
 		registeredAround(ctx, f)
 		// B declares no failure policy: the runtime drops it after the
 		// timeout and goes on with the remaining plugins, then asks the

@@ -52,6 +52,8 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 
 	for _, event := range []string{"RunPodSandbox", "CreateContainer"} {
 		framework.It(fmt.Sprintf("a plugin that stalls in %s past the runtime's request timeout is disconnected, the pod still starts, and the plugin reconnects and sees later events", event), harness.Checks("NRI-STALLED-PLUGIN-DROPPED"), func(ctx context.Context) {
+			// The plugin's reconnect and readiness are the fake's own.
+			harness.Floor(floorRequestTimeout())
 			stall := stallFor()
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower("stall-"+event),
 				B.Fault(event, faults.Fault{Mode: faults.Stall, Stall: stall, Times: 1})))
@@ -104,6 +106,9 @@ var _ = describe("NRI fatal plugin errors", framework.WithFeature(featureNRI), f
 			what = "drops its connection"
 		}
 		framework.It(fmt.Sprintf("a plugin that %s mid-%s does not fail the pod: the pod starts, the plugin comes back and sees later events", what, tc.event), harness.Checks("NRI-CRASHED-PLUGIN-DROPPED"), func(ctx context.Context) {
+			// The runtime sees the connection go at once, and the kubelet
+			// restarts a crashed container the first time without back-off.
+			harness.Floor()
 			restarts := instanceRestarts(ctx, f, tc.inst)
 			pod, node := createVictim(ctx, f, VictimPod(strings.ToLower(string(tc.mode)+"-"+tc.event),
 				tc.inst.Fault(tc.event, faults.Fault{Mode: tc.mode, Times: 1})))

@@ -15,7 +15,9 @@ const (
 	// kubeletRetry is how long the kubelet's pod worker waits before it
 	// syncs a pod again after a failed sync (a failed RunPodSandbox,
 	// CreateContainer, resize...): backOffPeriod 10 s plus up to 50 % jitter.
-	kubeletRetry = 15 * time.Second
+	kubeletRetry = kubeletBackOff * 3 / 2
+	// kubeletBackOff is that back-off without its jitter.
+	kubeletBackOff = 10 * time.Second
 	// podStart bounds starting a pod whose image is on the node already
 	// (the fakes image is loaded or pulled once by the DaemonSet).
 	podStart = time.Minute
@@ -33,6 +35,41 @@ const (
 	// readinessPeriod is the plugin containers' readiness probe period.
 	readinessPeriod = 2 * time.Second
 )
+
+// The stack's timers as the specs' floors name them (harness.Floor).
+var (
+	// floorBackOff: the kubelet retries a failed request at the pod's next
+	// sync, after the pod worker's back-off.
+	floorBackOff = harness.Wait("kubelet pod worker back-off before the retry", kubeletBackOff)
+	// floorContainerGC: the kubelet's garbage collection removes a deleted
+	// pod's containers and sandbox from the runtime.
+	floorContainerGC = harness.Period("kubelet container garbage collection", containerGCPeriod)
+)
+
+// floorRequestTimeout: the runtime gives up on a plugin that does not
+// answer.
+func floorRequestTimeout() harness.Part {
+	return harness.Wait("runtime's NRI plugin request timeout", harness.Cluster().NRIRequestTimeout)
+}
+
+// floorRetries are the back-offs of a request a plugin fails `failures`
+// times, the kubelet retrying each: a failed RunPodSandbox is retried after
+// the pod worker's back-off, a failed CreateContainer at once the first
+// time and after the back-off when it fails the same way again. So the
+// recorded runs show it (v1.37.2, both runtimes: a spec whose RunPodSandbox
+// failed once took 14-18 s, twice 26-30 s; CreateContainer once 2-3 s,
+// twice 12-16 s); presumably the first CreateContainerError changes the
+// pod's status, and the kubelet syncs the updated pod at once.
+func floorRetries(event string, failures int) []harness.Part {
+	n := failures
+	if event == "CreateContainer" {
+		n--
+	}
+	if n < 1 {
+		return nil
+	}
+	return []harness.Part{floorBackOff.Times(n)}
+}
 
 // retryTimeout bounds a pod whose first failures CRI requests fail: each
 // failure costs a kubelet retry, then the pod starts.

@@ -67,6 +67,7 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 		},
 	} {
 		framework.It(tc.what, harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
+			harness.Floor(floorRetries(tc.event, failures)...)
 			pod, node := createVictim(ctx, f, VictimPod(tc.pod,
 				B.Fault(tc.event, faults.Fault{Mode: faults.Error, Times: failures, Container: tc.container})))
 			want := B.ErrorText(tc.event, pod, tc.container)
@@ -102,6 +103,9 @@ var _ = describe("NRI synchronous hooks", framework.WithFeature(featureNRI), fra
 	}
 
 	framework.It("a plugin error in UpdateContainer fails the in-place resize with the plugin's message, until the fault clears; the container keeps running", harness.Checks("NRI-SYNC-ERROR-FAILS-REQUEST"), func(ctx context.Context) {
+		// No timer of the kubelet delays the resize's retry (3 s for the
+		// whole spec in the recorded runs).
+		harness.Floor()
 		pod := VictimPod("update-container-error", B.Fault("UpdateContainer", faults.Fault{Mode: faults.Error, Times: 1}))
 		pod.Spec.Containers[0].Resources = v1.ResourceRequirements{
 			Requests: v1.ResourceList{v1.ResourceCPU: resource.MustParse("10m"), v1.ResourceMemory: resource.MustParse("16Mi")},

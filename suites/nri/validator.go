@@ -33,6 +33,7 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 	f := framework.NewDefaultFramework("nri-required")
 
 	framework.It("a container whose required plugin is not registered is not created, with an error naming the missing plugin", harness.Checks("NRI-REQUIRED-PLUGIN-MISSING"), harness.Needs(needs.NRIValidator), func(ctx context.Context) {
+		harness.Floor()
 		const missing = "faultline-absent"
 		pod, node := createVictim(ctx, f, VictimPod("required-plugin-absent", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/container." + TestContainer, Value: fmt.Sprintf("[%q]", missing)}))
@@ -89,6 +90,7 @@ var _ = describe("NRI required plugins", framework.WithFeature(featureNRI), fram
 	})
 
 	framework.It("a container whose required plugins are all registered is created and runs", harness.Checks("NRI-REQUIRED-PLUGINS-PRESENT"), func(ctx context.Context) {
+		harness.Floor()
 		pod, node := createVictim(ctx, f, VictimPod("required-plugins-present", nriclient.Annotation{
 			Key: requiredPluginsAnnotation + "/pod", Value: fmt.Sprintf("[%q, %q, %q]", A.Name, B.Name, C.Name)}))
 		harness.Cause("not-running", func() {

@@ -1,10 +1,16 @@
 // Package wire is the contract between the test binary and the judge: the
 // Ginkgo report's file name, the report entries the suites add (the stack,
-// premises, causes, dumps) and the skip-message prefixes the verdicts read.
-// Both sides import it; neither imports the other.
+// premises, causes, dumps, floors) and the skip-message prefixes the verdicts
+// read. Both sides import it; neither imports the other.
 package wire
 
-import "github.com/faultline-k8s/faultline/vocab/versions"
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/faultline-k8s/faultline/vocab/versions"
+)
 
 // GinkgoReportFile is the name of the Ginkgo JSON report of one run of the
 // test binary (ginkgo --json-report).
@@ -34,6 +40,11 @@ const (
 	// PremiseEntry holds a Premise: what a spec's verdict rests on, whether
 	// it happened and the evidence, added whether or not it did.
 	PremiseEntry = "faultline.premise"
+	// FloorEntry holds a Floor: the time the spec's scenario must wait out
+	// by design, the component timers it waits for (suites/harness.Floor).
+	// A spec may add several; its floor is their sum. A spec without one
+	// has no floor known (a run of a faultline before floors).
+	FloorEntry = "faultline.floor"
 )
 
 // Premise is what a spec's verdict rests on (suites/harness.Premise).
@@ -44,6 +55,74 @@ type Premise struct {
 	Happened bool   `json:"happened"`
 	// Evidence is what the spec saw, either way.
 	Evidence string `json:"evidence"`
+}
+
+// Floor is the value of a FloorEntry: the sum of the component timers a
+// spec's scenario waits out by design (the kubelet's deadlines, resyncs and
+// back-offs, a runtime's cleanup loop, a plugin request timeout), each part
+// named. faultline's own delays (a stall of a chosen length, a quiet window,
+// poll slack) are not in it: the time a spec takes beyond its floor is
+// faultline's overhead, or the stack's slowness. A floor of no parts says
+// the scenario waits for no timer.
+type Floor struct {
+	// Total is the sum of the parts' durations.
+	Total time.Duration `json:"total"`
+	Parts []FloorPart   `json:"parts,omitempty"`
+}
+
+// FloorPart is one timer of a Floor.
+type FloorPart struct {
+	// Name says whose timer it is ("kubelet resync (syncFrequency)").
+	Name string `json:"name"`
+	// Duration is what the part adds to the floor: the timer's length,
+	// times Times.
+	Duration time.Duration `json:"duration"`
+	// Times is how often the scenario waits the timer out, when more than
+	// once.
+	Times int `json:"times,omitempty"`
+	// UpTo: the timer is a periodic loop the scenario waits for the next
+	// run of; Duration is its longest wait (a whole period), counted whole.
+	UpTo bool `json:"upTo,omitempty"`
+}
+
+// Sum adds the floors of one spec's entries into one; nil when there is
+// none.
+func Sum(floors ...Floor) *Floor {
+	if len(floors) == 0 {
+		return nil
+	}
+	var sum Floor
+	for _, f := range floors {
+		sum.Total += f.Total
+		sum.Parts = append(sum.Parts, f.Parts...)
+	}
+	return &sum
+}
+
+// String is the part as a report shows it: "kubelet resync (syncFrequency)
+// 2×1m0s", "kubelet container GC ≤1m0s".
+func (p FloorPart) String() string {
+	d := p.Duration.String()
+	if p.Times > 1 {
+		d = fmt.Sprintf("%d×%s", p.Times, p.Duration/time.Duration(p.Times))
+	}
+	if p.UpTo {
+		d = "≤" + d
+	}
+	return p.Name + " " + d
+}
+
+// String is the floor with its parts: "3m15s = DRA call deadline 45s +
+// kubelet resync (syncFrequency) 1m0s + ...", "0s (no timer)".
+func (f Floor) String() string {
+	if len(f.Parts) == 0 {
+		return f.Total.String() + " (no timer)"
+	}
+	parts := make([]string, len(f.Parts))
+	for i, p := range f.Parts {
+		parts[i] = p.String()
+	}
+	return f.Total.String() + " = " + strings.Join(parts, " + ")
 }
 
 // CauseMark is the value of a CauseEntry.
