@@ -4,11 +4,14 @@
 // into the one test binary (suites/suites_test.go).
 //
 // The suite owns the fixture set "dra" (fixtures/dra, namespace
-// faultline-dra-driver; suite.go): two instances of the fake driver
-// (fakes/dra), dra.faultline.k8s.io and second.dra.faultline.k8s.io.
+// faultline-dra-driver; suite.go): three instances of the fake driver
+// (fakes/dra; their list is fakes/dra/instances, driver.go names them):
+// dra.faultline.k8s.io, which most specs use; second.dra.faultline.k8s.io,
+// for specs with two drivers and the health stream; and
+// dra.third.faultline.k8s.io, unresponsive.go's own.
 // The first spec that needs it deploys it (harness.Require, through
-// describe) and waits until both drivers are registered and have published
-// their devices; the run removes it at the end. Every spec makes its own
+// describe) and waits until every driver is registered and has published
+// its devices; the run removes it at the end. Every spec makes its own
 // namespace, claims and FaultSpecs (typed by fakes/dra/faultspec),
 // and reads the driver's call record (and, for cdi.go, the kubelet's
 // PodResources for a pod) through a port-forward (the driver listens on
@@ -54,7 +57,8 @@
 //	              kubelet removes its ResourceSlices after its wiping delay
 //	              (the API server's witness), every error the pod is shown
 //	              names the driver, and the pod runs once the driver
-//	              answers again (Serial)
+//	              answers again (the third driver, which no other spec
+//	              uses: not Serial)
 //	scope.go      the fixtures open no door: the API server refuses a claim
 //	              of the fake driver's class with a FaultSpec outside
 //	              faultline's own namespaces

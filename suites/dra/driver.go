@@ -17,16 +17,22 @@ import (
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
-// driverRef is one of the two fake drivers of fixtures/dra.
+// driverRef is one of the fake drivers of fixtures/dra
+// (fakes/dra/instances).
 type driverRef = draclient.Driver
 
 var (
-	// firstDriver is the driver most specs use (daemonset.yaml.tmpl).
+	// firstDriver is the driver most specs use.
 	firstDriver = draclient.First
-	// secondDriver is the healthy one in specs with two drivers
-	// (daemonset-second.yaml.tmpl).
+	// secondDriver is the healthy one in specs with two drivers, and the
+	// one whose health stream health.go drops.
 	secondDriver = draclient.Second
-	drivers      = draclient.Drivers
+	// thirdDriver is unresponsive.go's own: its fault stops the driver's
+	// DRA service on a node, and no other spec uses it.
+	thirdDriver = draclient.Third
+	// drivers are all of them: the fixture set's readiness, the dumps and
+	// the kubelet restart's witnesses go through every one.
+	drivers = draclient.Drivers
 )
 
 // draClient is the client of the suite's driver deployment.

@@ -293,7 +293,7 @@ func (k *kubeletRestart) nodeReady(ctx context.Context) {
 	}).WithTimeout(kubeletRestartTimeout).WithPolling(poll).Should(gomega.Equal(v1.ConditionTrue), "node %s must be Ready", k.node)
 }
 
-// reRegistered waits until the new kubelet has registered both drivers
+// reRegistered waits until the new kubelet has registered every driver
 // again, so that the next spec finds them usable: it opens a new health
 // stream to each driver it registered. A driver the kubelet had no stream
 // to before the restart (no ResourceHealthStatus) gives no witness; then

@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/onsi/ginkgo/v2"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/kubernetes/test/e2e/framework"
 
+	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
@@ -39,14 +41,15 @@ var (
 	featurePermanentFailures = framework.ValidFeatures.Add("DRAHandlePermanentDriverFailures")
 )
 
-// fixtureSet is fixtures/dra: the two fake drivers, deployed into
-// driverNamespace by the first spec that needs them and shared by the run.
+// fixtureSet is fixtures/dra: the fake drivers (fakes/dra/instances),
+// deployed into driverNamespace by the first spec that needs them and
+// shared by the run.
 const (
 	fixtureSet      = "dra"
 	driverNamespace = "faultline-dra-driver"
 )
 
-// The set is ready when both DaemonSets are (the kubelet confirmed each
+// The set is ready when every DaemonSet is (the kubelet confirmed each
 // driver's registration: readiness probe /healthz) and each driver has
 // published its pool with all devices on every node it runs on.
 var _ = harness.RegisterFixtureSet(harness.FixtureSet{
@@ -55,7 +58,14 @@ var _ = harness.RegisterFixtureSet(harness.FixtureSet{
 })
 
 // slicesPublished checks that every driver published all its devices on
-// every node its DaemonSet runs on.
+// every node its DaemonSet runs on. Every spec's BeforeEach asks it
+// (harness.Require), also while specs run in parallel; so a driver whose
+// DRA service a spec's Unresponsive fault stopped on a node counts as
+// published there until the fault's end and startSlack after it
+// (stoppedByFault): meanwhile the kubelet removes its slices, and they are
+// the business of that spec, which waits for them in its cleanup
+// (unresponsive.go), not of the specs that start meanwhile and use other
+// drivers.
 func slicesPublished(ctx context.Context, cs clientset.Interface) (bool, string, error) {
 	var missing []string
 	for _, d := range drivers {
@@ -67,14 +77,31 @@ func slicesPublished(ctx context.Context, cs clientset.Interface) (bool, string,
 			missing = append(missing, d.Name+": no driver pods")
 		}
 		for _, pod := range pods {
-			devices, err := publishedDevices(ctx, cs, d.Name, pod.Spec.NodeName)
+			node := pod.Spec.NodeName
+			devices, err := publishedDevices(ctx, cs, d.Name, node)
 			if err != nil {
 				return false, "", err
 			}
-			if len(devices) != d.Devices {
-				missing = append(missing, fmt.Sprintf("%s on node %s: %d of %d devices published", d.Name, pod.Spec.NodeName, len(devices), d.Devices))
+			if len(devices) != d.Devices && !stoppedByFault(ctx, node, d) {
+				missing = append(missing, fmt.Sprintf("%s on node %s: %d of %d devices published", d.Name, node, len(devices), d.Devices))
 			}
 		}
 	}
 	return len(missing) == 0, strings.Join(missing, "; "), nil
+}
+
+// stoppedByFault says whether an Unresponsive fault stopped d's DRA service
+// on node (GET /service, its last stop) and the fault's end plus startSlack,
+// by which the driver has published its devices again, is still ahead.
+func stoppedByFault(ctx context.Context, node string, d driverRef) bool {
+	st, err := draClient().On(node, d).Service(ctx)
+	if err != nil {
+		return false
+	}
+	for i := len(st.Events) - 1; i >= 0; i-- {
+		if e := st.Events[i]; e.Event == driver.ServiceStopped && e.Until != nil {
+			return time.Now().Before(e.Until.Add(startSlack))
+		}
+	}
+	return false
 }

@@ -27,23 +27,33 @@ import (
 	"github.com/faultline-k8s/faultline/suites/harness"
 )
 
-// Serial: the driver's DRA service is down on the node for
-// unresponsiveDown, so every claim of that driver there fails to prepare,
-// and with its ResourceSlices gone nothing new is allocated on the node.
-var _ = describe("a driver that stops answering after registration", framework.WithFeature(featureDRA), framework.WithSerial(), func() {
+// The driver's DRA service is down on the node for unresponsiveDown, so
+// every claim of that driver there fails to prepare, and with its
+// ResourceSlices gone nothing new of it is allocated on the node. That was
+// why the spec was Serial when it stopped the second driver, which other
+// specs use. Not Serial now: the fault stops the third driver, this spec's
+// own, which no other spec uses; the kubelet's connections to the other
+// drivers are their own, and the fixture set's readiness, which every
+// spec's BeforeEach asks, leaves the stopped driver to this spec
+// (suite.go, stoppedByFault). It lasts about unresponsiveDown and a resync
+// (150-170 s measured), so it starts before the shorter specs
+// (harness.Lasts).
+var _ = describe("a driver that stops answering after registration", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-unresponsive")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)
 
-	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), func(ctx context.Context) {
+	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), harness.Lasts(unresponsiveDown+kubeletResync), func(ctx context.Context) {
 		// The first prepare stops the service, the one at the next resync
 		// finds it down (the wiping delay runs meanwhile), the one after
 		// finds it back.
 		harness.Floor(floorResync.Times(2))
 		cs := f.ClientSet
-		// The second driver: its name is not part of the first's, so a
-		// message naming one is not taken for naming the other.
-		d := secondDriver
+		// The third driver, this spec's own. Its name is no part of
+		// another driver's name, nor another's part of it
+		// (fakes/dra/instances), so a message naming another driver is
+		// not taken for naming it.
+		d := thirdDriver
 		claim := createClaim(ctx, f, "unresponsive", []request{{name: "dev", driver: d}}, config(d, faultspec.FaultSpec{
 			APIVersion: faultspec.APIVersion, Kind: faultspec.Kind,
 			Service: []faultspec.ServiceFault{{Type: faultspec.Unresponsive, Duration: unresponsiveDown.String()}},

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/faultline-k8s/faultline/fakes/lib/control"
+	"github.com/faultline-k8s/faultline/fakes/dra/instances"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
@@ -60,9 +61,10 @@ func TestFixtureSetsCarryTheTokenHash(t *testing.T) {
 			}
 		}
 	}
-	// cri: the relay; dra: two drivers; nri: five plugins and runtime-state.
-	if guarded != 9 {
-		t.Errorf("%d containers serve HTTP, want 9", guarded)
+	// cri: the relay; dra: a container per driver instance; nri: five
+	// plugins and runtime-state.
+	if want := 1 + len(instances.All) + 6; guarded != want {
+		t.Errorf("%d containers serve HTTP, want %d", guarded, want)
 	}
 }
 

@@ -1,6 +1,6 @@
 // Package draclient is the typed access to a deployment of the fake DRA driver
-// (fakes/dra, deployed by fixtures/dra): its two driver instances,
-// each one's call record, devices and health streams per node, breaking,
+// (fakes/dra, deployed by fixtures/dra): its driver instances
+// (fakes/dra/instances), each one's call record, devices and health streams per node, breaking,
 // repairing and resetting devices at run time, and the claim configuration
 // that hands a driver a FaultSpec (package faultspec). Everything goes through the API
 // server (port-forwards to the driver's loopback, fakes/lib/podproxy), so it
@@ -24,34 +24,38 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/dra/calls"
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/fakes/dra/faultspec"
+	"github.com/faultline-k8s/faultline/fakes/dra/instances"
 	"github.com/faultline-k8s/faultline/fakes/dra/podresources"
 	"github.com/faultline-k8s/faultline/fakes/lib/podproxy"
 )
 
-// Driver is one of the fake drivers of fixtures/dra.
+// Driver is one of the fake drivers of fixtures/dra: its instance (driver
+// name, DeviceClass, DaemonSet, devices per node) and the claim
+// configuration that hands it a FaultSpec.
 type Driver struct {
-	// Name is the DRA driver name, DeviceClass the class selecting all its
-	// devices, Selector the label selector of its DaemonSet's pods.
-	Name, DeviceClass, Selector string
-	// Devices is how many devices it publishes per node (--devices).
-	Devices int
+	instances.Instance
 }
 
 var (
-	// First is the driver most specs use (daemonset.yaml.tmpl).
-	First = Driver{
-		Name: driver.DefaultDriverName, DeviceClass: "faultline.k8s.io",
-		Selector: "app.kubernetes.io/name=fake-dra-driver", Devices: 8,
-	}
-	// Second is the healthy one in specs with two drivers
-	// (daemonset-second.yaml.tmpl).
-	Second = Driver{
-		Name: "second.dra.faultline.k8s.io", DeviceClass: "second.faultline.k8s.io",
-		Selector: "app.kubernetes.io/name=fake-dra-driver-second", Devices: 8,
-	}
-	// Drivers are both.
-	Drivers = []Driver{First, Second}
+	// First is the driver most specs use.
+	First = Driver{instances.First}
+	// Second is the healthy one in specs with two drivers.
+	Second = Driver{instances.Second}
+	// Third is the driver of the one spec whose fault stops a driver's DRA
+	// service (suites/dra/unresponsive.go); no other spec uses it.
+	Third = Driver{instances.Third}
+	// Drivers are all the instances fixtures/dra deploys
+	// (instances.All).
+	Drivers = drivers(instances.All)
 )
+
+func drivers(all []instances.Instance) []Driver {
+	out := make([]Driver, len(all))
+	for i, in := range all {
+		out[i] = Driver{in}
+	}
+	return out
+}
 
 // HTTPPort is the drivers' --http-address port.
 const HTTPPort = "8080"
@@ -99,7 +103,7 @@ func New(pods *podproxy.Pods, namespace string) *Client {
 
 // Pods returns the driver's running pods, one per node.
 func (c *Client) Pods(ctx context.Context, d Driver) ([]v1.Pod, error) {
-	return podproxy.ScheduledPods(ctx, c.cs, c.namespace, d.Selector)
+	return podproxy.ScheduledPods(ctx, c.cs, c.namespace, d.Selector())
 }
 
 // On is the driver d on node.
@@ -116,7 +120,7 @@ type Node struct {
 
 // Pod returns the driver's pod on the node.
 func (n Node) Pod(ctx context.Context) (*v1.Pod, error) {
-	return podproxy.PodOnNode(ctx, n.c.cs, n.c.namespace, n.Driver.Selector, n.Name)
+	return podproxy.PodOnNode(ctx, n.c.cs, n.c.namespace, n.Driver.Selector(), n.Name)
 }
 
 // Calls returns the driver's call record for one claim (GET /calls).
@@ -156,7 +160,7 @@ func (n Node) Service(ctx context.Context) (driver.ServiceState, error) {
 // faultline's namespaces (GET /podresources: its PodResources API, Get):
 // each container's claims with the devices and CDI IDs the kubelet holds
 // for them, duplicates included. Only the first driver reads the kubelet's
-// socket (daemonset.yaml.tmpl).
+// socket (instances.Instance.PodResources).
 func (n Node) PodResources(ctx context.Context, namespace, pod string) (*podresources.Pod, error) {
 	var out podresources.Pod
 	if err := n.get(ctx, "/podresources", map[string]string{"namespace": namespace, "pod": pod}, &out); err != nil {

@@ -78,7 +78,7 @@ func TestInvalidFaultSpecIsWrittenAsGiven(t *testing.T) {
 }
 
 func TestControlsThroughPortForwards(t *testing.T) {
-	sel, err := labels.ConvertSelectorToLabelsMap(draclient.First.Selector)
+	sel, err := labels.ConvertSelectorToLabelsMap(draclient.First.Selector())
 	if err != nil {
 		t.Fatal(err)
 	}
