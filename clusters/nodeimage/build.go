@@ -274,7 +274,49 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 	for _, c := range all {
 		components[c.Name] = c
 	}
+	// The base image (debootstrap: downloads and disk, little CPU) builds
+	// beside the Go components (CPU); the node image needs both. A failed
+	// step stops it, and Build returns only once it has ended.
+	type baseResult struct {
+		err  error
+		took time.Duration
+	}
 	var baseRef string
+	baseCtx, stopBase := context.WithCancel(ctx)
+	defer stopBase()
+	var base chan baseResult
+	for _, s := range plan.Steps {
+		if s.Kind == StepBaseImage {
+			baseRef = s.Output
+			if !s.Cached {
+				base = make(chan baseResult, 1)
+				go func() {
+					start := time.Now()
+					err := b.buildBase(baseCtx, baseSpec(b.Pins, rt), s.Output)
+					base <- baseResult{err, time.Since(start)}
+				}()
+				defer func() {
+					stopBase()
+					if base != nil {
+						<-base
+					}
+				}()
+			}
+		}
+	}
+	// awaitBase joins the base image's build, once.
+	awaitBase := func() error {
+		if base == nil {
+			return nil
+		}
+		r := <-base
+		base = nil
+		if r.err != nil {
+			return fmt.Errorf("base: %w", r.err)
+		}
+		fmt.Fprintf(b.Log, "built base in %s (beside the Go builds)\n", r.took.Round(time.Second))
+		return nil
+	}
 	for _, s := range plan.Steps {
 		start := time.Now()
 		switch s.Kind {
@@ -283,15 +325,15 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 			if !s.Cached {
 				err = b.buildComponent(ctx, components[s.Name], s.Output)
 			}
-		case StepBaseImage:
-			baseRef = s.Output
-			if !s.Cached {
-				err = b.buildBase(ctx, baseSpec(b.Pins, rt), s.Output)
-			}
 		case StepNodeImage:
+			if err := awaitBase(); err != nil {
+				return "", err
+			}
 			if !s.Cached {
 				err = b.buildNode(ctx, rt, baseRef, bins, s.Output)
 			}
+		default:
+			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("%s: %w", s.Name, err)
@@ -299,6 +341,9 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 		if !s.Cached {
 			fmt.Fprintf(b.Log, "built %s in %s\n", s.Name, time.Since(start).Round(time.Second))
 		}
+	}
+	if err := awaitBase(); err != nil {
+		return "", err
 	}
 	return plan.NodeImage(), nil
 }
