@@ -1,5 +1,5 @@
 # The targets a Go user expects. hack/run-e2e.sh (faultline e2e) is the main job; these wrap it.
-.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-interrupt test-runners test-node-setup clean
+.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-controls test-interrupt test-runners test-node-setup clean
 
 all: build test
 
@@ -21,6 +21,15 @@ fmt:
 
 e2e:
 	hack/run-e2e.sh
+
+# The negative controls (judge/controls/controls.yaml): every requirement has
+# an entry; each recorded control's run (judge/verdicts/testdata) judges its
+# requirement red with the named cause, and a recorded mutant leaves every
+# other requirement its base verdict; faultline requirements and the reports
+# list them. It judges recorded runs only and needs no cluster: building the
+# mutants' clusters and recording their runs comes later.
+test-controls:
+	go test -count=1 -run Controls ./judge/... ./cmd/faultline
 
 e2e-smoke:
 	hack/run-e2e.sh --label-filter smoke

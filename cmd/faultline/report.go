@@ -2,19 +2,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/version"
 	"github.com/faultline-k8s/faultline/judge/expectations"
 	"github.com/faultline-k8s/faultline/judge/report"
-	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/judge/verdicts"
 )
 
@@ -80,32 +77,6 @@ func init() {
 					}
 				}
 				return rep.Err(*allowIncomplete)
-			}
-		})
-	register("requirements", "list the requirements faultline checks (no cluster needed)",
-		func(fs *flag.FlagSet) func(context.Context, []string) error {
-			format := fs.String("o", "text", "output: text, markdown or json")
-			return func(ctx context.Context, args []string) error {
-				all := requirements.All()
-				switch *format {
-				case "json":
-					enc := json.NewEncoder(os.Stdout)
-					enc.SetIndent("", "  ")
-					return enc.Encode(all)
-				case "markdown":
-					fmt.Println("| ID | area | requirement | source |")
-					fmt.Println("|---|---|---|---|")
-					for _, r := range all {
-						fmt.Printf("| `%s` | %s | %s | [%s](%s) |\n", r.ID, r.Area, strings.ReplaceAll(r.Title, "|", `\|`), r.Source, r.Link)
-					}
-					return nil
-				case "text":
-					for _, r := range all {
-						fmt.Printf("%-38s %-9s %s\n%-48s source: %s <%s>\n", r.ID, r.Area, r.Title, "", r.Source, r.Link)
-					}
-					return nil
-				}
-				return usageError{fmt.Errorf("-o %q: want text, markdown or json", *format)}
 			}
 		})
 }

@@ -79,6 +79,9 @@ type htmlGroup struct {
 type htmlRow struct {
 	Req   requirements.Requirement
 	Cells []htmlCell
+	// Controls are what shows the requirement's spec able to fail (nil:
+	// a requirement without an entry, not in the catalogue).
+	Controls *htmlControls
 }
 
 type htmlCell struct {
@@ -157,7 +160,7 @@ func htmlViewOf(r *verdicts.Report) htmlView {
 		v.Stacks = append(v.Stacks, htmlStack{StackInfo: s, Expectations: r.Expectations[s.Key]})
 	}
 	for _, req := range r.Requirements {
-		row := htmlRow{Req: req}
+		row := htmlRow{Req: req, Controls: htmlControlsOf(req.ID)}
 		for _, s := range r.Stacks {
 			row.Cells = append(row.Cells, htmlCellOf(req.ID, s.Key, r.Verdict(req.ID, s.Key)))
 		}
@@ -357,6 +360,12 @@ ul.legend li { display: contents; }
 #grid th.req .id { font-weight: bold; font-family: "DejaVu Sans Mono", monospace; font-size: 13px; }
 #grid th.req small { display: block; }
 #grid th.req small.area { display: inline-block; margin-left: .3rem; padding: 0 .35rem; border: 1px solid #ccc; border-radius: 3px; font-size: 11px; }
+#grid th.req details.controls { margin-top: .3rem; font-size: 12px; }
+#grid th.req details.controls summary { cursor: pointer; color: #0f5323; }
+#grid th.req details.controls.none-recorded summary { color: #8a0010; }
+#grid th.req details.controls ul { margin: .2rem 0; padding-left: 1.1rem; }
+#grid th.req details.controls li { margin: .2rem 0; }
+#grid th.req details.controls li.planned { color: #555; }
 #grid td.verdict { min-width: 9rem; }
 #grid td.verdict summary { cursor: pointer; font-weight: bold; list-style-position: inside; white-space: nowrap; }
 #grid td.verdict.varies summary { white-space: normal; }
@@ -471,6 +480,15 @@ table.floors td.num { text-align: right; white-space: nowrap; }
 <small><a href="{{.Req.Link}}">{{or .Req.Source "source"}}</a></small>
 {{- else if .Req.Source}}
 <small>{{.Req.Source}}</small>
+{{- end}}
+{{- with .Controls}}
+<details class="controls{{if not .Recorded}} none-recorded{{end}}"><summary>{{if .Recorded}}controls: {{.Recorded}} recorded{{else}}controls: none recorded yet{{end}}</summary>
+<ul>
+{{- range .Items}}
+<li{{if not .Recorded}} class="planned"{{end}}>{{.Summary}}<br><small>{{.Breaks}}</small>{{with .Needs}}<br><small>needs: {{.}}</small>{{end}}</li>
+{{- end}}
+</ul>
+</details>
 {{- end}}</th>
 {{- range .Cells}}
 {{- $c := .}}

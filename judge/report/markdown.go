@@ -10,7 +10,8 @@ import (
 )
 
 // WriteMarkdown writes report.md: what was tested, the grid, why each
-// requirement that does not pass does not, what was unexpected, and each
+// requirement that does not pass does not, what was unexpected, each
+// requirement's controls (what shows its spec able to fail), and each
 // spec's time against its floor.
 func WriteMarkdown(w io.Writer, r *verdicts.Report) {
 	fmt.Fprintln(w, "# faultline verdicts")
@@ -23,6 +24,7 @@ func WriteMarkdown(w io.Writer, r *verdicts.Report) {
 	fmt.Fprintln(w)
 	writeOutcome(w, r)
 	writeMarkdownReasons(w, r)
+	writeMarkdownControls(w, r)
 	writeMarkdownFloors(w, r)
 }
 

@@ -83,6 +83,9 @@ func namedBy(runs ...Run) map[string]bool {
 //     README's grid): read as they are;
 //   - full10-135-*: every suite on v1.35.8 (2026-11-26 08:36, the session's
 //     first full run; the README's grid): read as they are;
+//   - ctd237-containerd: every suite on v1.37.2 with containerd 2.3.7
+//     (--containerd-version v2.3.7, NRI v0.12.0; 2026-11-26 09:26), the
+//     Serial specs on their own cluster;
 //   - rerun135-*: the DRA health and taint specs and the NRI asynchronous
 //     hooks on v1.35.8 again (2026-11-26 07:26);
 //   - cdi1363-containerd, cdi1363-crio: 'smoke || ci' with the CDI and
@@ -440,6 +443,9 @@ func TestRecordedVariantsMatchTheirBase(t *testing.T) {
 		{"multi7-containerd", "full6-containerd"}, {"multi7-crio", "full6-crio"},
 		{"kep7-containerd", "full6-containerd"}, {"kep7-crio", "full6-crio"},
 		{"nri7-containerd", "full6-containerd"},
+		// containerd 2.3.7 (NRI v0.12.0) instead of 2.4.2: every verdict
+		// as 2.4.2's.
+		{"ctd237-containerd", "full10-137-containerd"},
 	} {
 		variant, base := recordedRun(t, c.variant, 1, ""), recordedRun(t, c.base, 1, "")
 		vkey, bkey := variant.Stack.Key, base.Stack.Key

@@ -7,8 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/faultline-k8s/faultline/fakes/lib/control"
 	"github.com/faultline-k8s/faultline/fakes/dra/instances"
+	"github.com/faultline-k8s/faultline/fakes/lib/control"
 	"github.com/faultline-k8s/faultline/fixtures"
 )
 
