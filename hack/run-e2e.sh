@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one command of faultline: builds the faultline CLI (Go's build cache makes
 # that quick after the first time) and hands the whole run to `faultline e2e`:
-# engine, images, kind clusters per runtime (the Serial specs on a second one),
+# engine, images, kind clusters per runtime (the Serial specs on a second one
+# where the cores allow),
 # the suites, the report, cleanup.
 #
 # hack/run-e2e.sh --help lists the flags.

@@ -105,9 +105,13 @@ type Options struct {
 	// running it: which specs the selection holds. Empty: unknown, and each
 	// stack runs on one cluster.
 	SpecTree SpecTree
-	// SingleCluster runs a stack's Serial specs after the rest on its one
-	// cluster, instead of on a second cluster at the same time (shares).
-	SingleCluster bool
+	// SerialCluster says whether a stack's Serial specs run on a second
+	// cluster of the stack, at the same time as the rest (shares): zero
+	// (SerialClusterAuto) where the machine has a core per cluster.
+	SerialCluster SerialClusterMode
+	// Cores is the machine's CPU count the auto mode weighs; zero:
+	// runtime.NumCPU().
+	Cores int
 	// Out gets progress and the final table.
 	Out io.Writer
 	// OptionName is how the caller names an Options field to its user (the

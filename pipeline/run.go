@@ -122,9 +122,12 @@ func (r *run) do(ctx context.Context) error {
 		return r.existingCluster(ctx)
 	}
 	stacks := o.Stacks()
-	shares, err := o.shares()
+	shares, why, err := o.shares()
 	if err != nil {
 		return err
+	}
+	if why != "" {
+		fmt.Fprintf(o.Out, "faultline: %s\n", why)
 	}
 	nodeImages, fakesImage, err := r.buildImages(ctx, stacks)
 	if err != nil {

@@ -1035,7 +1035,7 @@ func serialSpec(state verdicts.State, requirement string) types.SpecReport {
 // runs on two clusters of the stack at the same time, the Serial specs on
 // the second; the report is one run's, with each spec as the cluster that
 // ran it reports it. Without Serial specs in the selection, or with
-// SingleCluster, one cluster runs everything.
+// SerialCluster never, or more clusters than cores, one cluster per stack runs everything.
 func TestSerialSpecsOnASecondCluster(t *testing.T) {
 	tree := []types.SpecReport{fakeSpec(verdicts.Pass, "DRA-TRANSIENT-RETRIED"), serialSpec(verdicts.Fail, "DRA-KUBELET-RESTART-PREPARE")}
 	specs := func(string, int) []types.SpecReport { return slices.Clone(tree) }
@@ -1045,7 +1045,17 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 		clusters []string
 	}{
 		{"split", func(o *Options) {}, []string{"faultline", "faultline-serial"}},
-		{"single cluster", func(o *Options) { o.SingleCluster = true }, []string{"faultline"}},
+		{"never", func(o *Options) { o.SerialCluster = SerialClusterNever }, []string{"faultline"}},
+		// One stack is two clusters, as a two-runtime run was before:
+		// auto splits on any machine.
+		{"one core", func(o *Options) { o.Cores = 1 }, []string{"faultline", "faultline-serial"}},
+		// Four clusters for two stacks on two cores: auto does not split,
+		// always does.
+		{"two stacks on two cores", func(o *Options) { o.Cores, o.Runtimes = 2, twoRuntimes(t) }, []string{"faultline-containerd", "faultline-crio"}},
+		{"two stacks on four cores", func(o *Options) { o.Cores, o.Runtimes = 4, twoRuntimes(t) },
+			[]string{"faultline-containerd", "faultline-containerd-serial", "faultline-crio", "faultline-crio-serial"}},
+		{"always", func(o *Options) { o.Cores, o.Runtimes, o.SerialCluster = 2, twoRuntimes(t), SerialClusterAlways },
+			[]string{"faultline-containerd", "faultline-containerd-serial", "faultline-crio", "faultline-crio-serial"}},
 		{"no Serial spec selected", func(o *Options) { o.LabelFilter = "!Serial" }, []string{"faultline"}},
 		{"only Serial specs selected", func(o *Options) { o.Focus = "RESTART" }, []string{"faultline"}},
 	} {
@@ -1053,6 +1063,7 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 			f := &fakeBackend{specs: specs}
 			o := testOptions(t)
 			o.SpecTree = SpecTree{Description: "faultline", Specs: tree}
+			o.Cores = 2
 			tc.change(&o)
 			err := runFake(t, o, f)
 			var created, deleted []string
@@ -1069,7 +1080,7 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 			if !slices.Equal(created, tc.clusters) || !slices.Equal(deleted, tc.clusters) {
 				t.Fatalf("created %v, deleted %v; want %v both", created, deleted, tc.clusters)
 			}
-			if len(tc.clusters) == 1 {
+			if !slices.Equal(tc.clusters, []string{"faultline", "faultline-serial"}) {
 				return
 			}
 			// The Serial spec fails (as expected of nothing): the run
@@ -1094,4 +1105,13 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 			}
 		})
 	}
+}
+
+func twoRuntimes(t *testing.T) []runtimes.Runtime {
+	t.Helper()
+	list, err := runtimes.Parse("containerd", "crio")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
 }

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"fmt"
 	"regexp"
+	"runtime"
 
 	"github.com/onsi/ginkgo/v2/types"
 )
@@ -38,27 +39,54 @@ func (s share) labelFilter(run string) string {
 	return "(" + run + ") && " + s.filter
 }
 
-// shares says how each stack's selection is split between clusters. Serial
-// specs (a kubelet or runtime restart, a fault every pod on the node would
-// feel) run one at a time after the rest on one cluster; on a second
-// cluster of the same stack they run at the same time as the rest instead,
-// so that a stack's wall is the longer of the two, not their sum. Only where
-// the run creates its clusters (an existing cluster is the user's one node
-// set), only when the selection has specs of both kinds (an empty share
-// would be a cluster for nothing, and ginkgo fails on an empty selection),
-// and not with SingleCluster.
-func (o *Options) shares() ([]share, error) {
-	if o.SingleCluster || o.Kubeconfig != "" || len(o.SpecTree.Specs) == 0 {
-		return []share{wholeSelection}, nil
+// SerialClusterMode is Options.SerialCluster.
+type SerialClusterMode string
+
+const (
+	// SerialClusterAuto splits where the machine has a core for each
+	// cluster of the run (two per stack): measured here, four clusters on
+	// two cores starve the specs whose scenario is timed (a 3 s deadline
+	// the runtime must reach its slow step within, a plugin timeout
+	// measured to the tenth of a second), and verdicts turn with the load.
+	SerialClusterAuto SerialClusterMode = ""
+	// SerialClusterAlways splits whatever the cores.
+	SerialClusterAlways SerialClusterMode = "always"
+	// SerialClusterNever keeps one cluster per stack, the Serial specs last.
+	SerialClusterNever SerialClusterMode = "never"
+)
+
+// SerialClusterModes are the modes by the names the CLI takes.
+var SerialClusterModes = map[string]SerialClusterMode{"auto": SerialClusterAuto, "always": SerialClusterAlways, "never": SerialClusterNever}
+
+// shares says how each stack's selection is split between clusters, and
+// why (for the run's output). Serial specs (a kubelet or runtime restart, a
+// fault every pod on the node would feel) run one at a time after the rest
+// on one cluster; on a second cluster of the same stack they run at the
+// same time as the rest instead, so that a stack's wall is the longer of
+// the two, not their sum. Only where the run creates its clusters (an
+// existing cluster is the user's one node set), only when the selection has
+// specs of both kinds (an empty share would be a cluster for nothing, and
+// ginkgo fails on an empty selection), and as SerialCluster says.
+func (o *Options) shares() ([]share, string, error) {
+	if o.Kubeconfig != "" || len(o.SpecTree.Specs) == 0 || o.SerialCluster == SerialClusterNever {
+		return []share{wholeSelection}, "", nil
 	}
 	serial, rest, err := countSelected(o.SpecTree, o.labelFilter(), o.Focus)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if serial == 0 || rest == 0 {
-		return []share{wholeSelection}, nil
+		return []share{wholeSelection}, "", nil
 	}
-	return []share{parallelShare, serialShare}, nil
+	clusters, cores := 2*len(o.Stacks()), o.Cores
+	if cores == 0 {
+		cores = runtime.NumCPU()
+	}
+	if o.SerialCluster == SerialClusterAuto && clusters > max(cores, 2) {
+		return []share{wholeSelection}, fmt.Sprintf("the Serial specs run after the rest on each stack's cluster: %d clusters (a second per stack for its Serial specs) want more than this machine's %d cores (%s always splits anyway)",
+			clusters, cores, o.OptionName("SerialCluster")), nil
+	}
+	return []share{parallelShare, serialShare}, fmt.Sprintf("the Serial specs run on a second cluster of each stack (<cluster>-serial), beside the rest (%s never keeps one)", o.OptionName("SerialCluster")), nil
 }
 
 // countSelected counts the specs a run with this label filter and focus

@@ -41,7 +41,14 @@ func init() {
 			fs.BoolVar(&o.Keep, "keep", false, "keep the clusters (and an engine this run started); the next --keep run reuses a cluster whose facts match")
 			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
 			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name (the Serial specs' cluster: <name>-serial)")
-			fs.BoolVar(&o.SingleCluster, "single-cluster", false, "run each stack's Serial specs after the rest on its one cluster, not on a second cluster of the same stack at the same time")
+			fs.Func("serial-cluster", "where each stack's Serial specs run: always on a second cluster of the stack (<cluster-name>-serial) beside the rest, never (after the rest on its one cluster), or auto (default: a second cluster where the machine has a core per cluster)", func(v string) error {
+				mode, ok := pipeline.SerialClusterModes[v]
+				if !ok {
+					return fmt.Errorf("want auto, always or never, got %q", v)
+				}
+				o.SerialCluster = mode
+				return nil
+			})
 			fs.StringVar(&o.NodeImage, "node-image", "", "use this node image instead of building one (one runtime)")
 			var kubes listFlag
 			fs.Var(&kubes, "kubernetes-version", "Kubernetes releases of the node images: "+strings.Join(versions.Kubernetes(), ", ")+" or all (default the first); each runtime runs on each, side by side; repeatable or comma-separated")

@@ -37,7 +37,7 @@ var e2eFlags = map[string]string{
 	"Repeat":                "--repeat",
 	"Expectations":          "--expectations",
 	"AllowIncomplete":       "--allow-incomplete",
-	"SingleCluster":         "--single-cluster",
+	"SerialCluster":         "--serial-cluster",
 }
 
 // e2eFlag names an Options field by its flag (a field without one by itself).
