@@ -101,7 +101,7 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	rt := b.Runtime
 	var plan Plan
 	keys := map[string]string{}
-	// The base first: debootstrap waits on the network while nothing else runs.
+	// The base first: it builds beside the Go components (Build).
 	base := baseSpec(b.Pins, rt)
 	baseKey := base.key()
 	keys["base"] = baseKey
