@@ -165,8 +165,14 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 	// rebuilds the node image (only its assembly: the binaries are keyed apart).
 	keys["runtime-entry"] = nodeEntryKey(rt)
 	nodeKey := hashKey(keys)
-	plan.Steps = append(plan.Steps, b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
-		Output: fmt.Sprintf("faultline/node-%s:%s-%s", rt.Name, b.Pins.Kubernetes(), nodeKey)}))
+	node := b.cachedStep(Step{Kind: StepNodeImage, Name: "node", Key: nodeKey,
+		Output: fmt.Sprintf("faultline/node-%s:%s-%s", rt.Name, b.Pins.Kubernetes(), nodeKey)})
+	if node.Cached {
+		// The base is only the node image's input: a node image that is
+		// there needs no base rebuilt (an engine whose base was removed).
+		plan.Steps[0].Cached = true
+	}
+	plan.Steps = append(plan.Steps, node)
 	return plan, nil
 }
 

@@ -525,3 +525,18 @@ func TestContainerdVersionSwapsThePin(t *testing.T) {
 		}
 	}
 }
+
+// TestNodeImageThereNeedsNoBase: the base is only the node image's input;
+// an engine that still has the node image but lost its base (removed by
+// hand, pruned) does not debootstrap again.
+func TestNodeImageThereNeedsNoBase(t *testing.T) {
+	first := mustPlan(t, testBuilder(fakeCache{}, nil))
+	cache := everything(first)
+	delete(cache, first.Steps[0].Output)
+	if first.Steps[0].Kind != StepBaseImage {
+		t.Fatalf("the plan's first step is %s, want the base", first.Steps[0].Name)
+	}
+	if got := mustPlan(t, testBuilder(cache, nil)).ToRun(); len(got) != 0 {
+		t.Fatalf("with the node image there and its base gone the plan runs %v, want nothing", got)
+	}
+}

@@ -431,8 +431,11 @@ func firstStarted(ctx context.Context, t *target) string {
 		return witnessErr == nil && len(ids) > 0, nil
 	})
 	harness.Ours(witnessErr)
-	harness.Premise("the timed-out creation reached its slow step", len(ids) > 0,
-		fmt.Sprintf("%s: the witness showed no slow step (%s) of the request within %s of its %s deadline", t.node.Runtime, t.slow, startedWithin, t.slow.Deadline))
+	evidence := fmt.Sprintf("%s: the witness showed the slow step of %v (%s)", t.node.Runtime, ids, t.slow)
+	if len(ids) == 0 {
+		evidence = fmt.Sprintf("%s: the witness showed no slow step (%s) of the request within %s of its %s deadline", t.node.Runtime, t.slow, startedWithin, t.slow.Deadline)
+	}
+	harness.Premise("the timed-out creation reached its slow step", len(ids) > 0, evidence)
 	gomega.Expect(ids).To(gomega.HaveLen(1), "the timed-out request must have started exactly one creation")
 	return ids[0]
 }

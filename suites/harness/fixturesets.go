@@ -348,7 +348,11 @@ func (r *registry) waitReady(ctx context.Context, env *setEnv, set FixtureSet) e
 		if err != nil {
 			why = err.Error()
 		}
-		last = why
+		// The check the deadline cut short knows nothing: the one
+		// before it says why the set was not ready.
+		if ctx.Err() == nil || last == "" {
+			last = why
+		}
 		return ok && err == nil, nil
 	}, wait.WithContext(ctx), wait.WithTimeout(set.Timeout), wait.WithInterval(r.poll), wait.WithImmediate())
 	if err != nil {
