@@ -187,28 +187,26 @@ func (s *sources) callAt(file string, line int) *ast.CallExpr {
 	return found
 }
 
-// causes returns every harness.Cause call reachable from n.
-func (s *sources) causes(n ast.Node) []cause {
-	var out []cause
+// reachableCalls calls visit with every call expression reachable from n:
+// in n itself, and in the functions, methods and closures of the suites
+// and the harness it names, each visited once. visit returns false to stop.
+func (s *sources) reachableCalls(n ast.Node, visit func(file *ast.File, call *ast.CallExpr) bool) {
 	seen := map[ast.Node]bool{}
+	stopped := false
 	var walk func(dir string, n ast.Node)
 	walk = func(dir string, n ast.Node) {
-		if seen[n] {
+		if stopped || seen[n] {
 			return
 		}
 		seen[n] = true
 		file := s.fileOf(n)
 		ast.Inspect(n, func(m ast.Node) bool {
+			if stopped {
+				return false
+			}
 			switch m := m.(type) {
 			case *ast.CallExpr:
-				if s.isCause(file, m) {
-					c := cause{pos: s.fset.Position(m.Pos()).String()}
-					if lit, ok := m.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
-						c.id, _ = strconv.Unquote(lit.Value)
-					}
-					s.reached[c.pos] = true
-					out = append(out, c)
-				}
+				stopped = !visit(file, m)
 			case *ast.SelectorExpr:
 				if pkg, ok := m.X.(*ast.Ident); ok && s.importPath(file, pkg.Name) != "" {
 					if s.importPath(file, pkg.Name) == harnessImport {
@@ -229,10 +227,26 @@ func (s *sources) causes(n ast.Node) []cause {
 					walk(dir, lit)
 				}
 			}
-			return true
+			return !stopped
 		})
 	}
 	walk(s.pkgOf[s.fileOf(n)], n)
+}
+
+// causes returns every harness.Cause call reachable from n.
+func (s *sources) causes(n ast.Node) []cause {
+	var out []cause
+	s.reachableCalls(n, func(file *ast.File, call *ast.CallExpr) bool {
+		if s.isCause(file, call) {
+			c := cause{pos: s.fset.Position(call.Pos()).String()}
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				c.id, _ = strconv.Unquote(lit.Value)
+			}
+			s.reached[c.pos] = true
+			out = append(out, c)
+		}
+		return true
+	})
 	return out
 }
 

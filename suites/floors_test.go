@@ -44,51 +44,16 @@ func TestSpecsDeclareFloors(t *testing.T) {
 
 // reachesFloor says whether a harness.Floor call is reachable from n.
 func (s *sources) reachesFloor(n ast.Node) bool {
-	seen := map[ast.Node]bool{}
 	found := false
-	var walk func(dir string, n ast.Node)
-	walk = func(dir string, n ast.Node) {
-		if found || seen[n] {
-			return
+	s.reachableCalls(n, func(file *ast.File, call *ast.CallExpr) bool {
+		switch fn := call.Fun.(type) {
+		case *ast.SelectorExpr:
+			pkg, ok := fn.X.(*ast.Ident)
+			found = ok && fn.Sel.Name == "Floor" && s.importPath(file, pkg.Name) == harnessImport
+		case *ast.Ident:
+			found = fn.Name == "Floor" && s.pkgOf[file] == "harness"
 		}
-		seen[n] = true
-		file := s.fileOf(n)
-		ast.Inspect(n, func(m ast.Node) bool {
-			if found {
-				return false
-			}
-			switch m := m.(type) {
-			case *ast.CallExpr:
-				switch fn := m.Fun.(type) {
-				case *ast.SelectorExpr:
-					pkg, ok := fn.X.(*ast.Ident)
-					found = ok && fn.Sel.Name == "Floor" && s.importPath(file, pkg.Name) == harnessImport
-				case *ast.Ident:
-					found = fn.Name == "Floor" && s.pkgOf[file] == "harness"
-				}
-			case *ast.SelectorExpr:
-				if pkg, ok := m.X.(*ast.Ident); ok && s.importPath(file, pkg.Name) != "" {
-					if s.importPath(file, pkg.Name) == harnessImport {
-						for _, body := range s.funcs["harness"][m.Sel.Name] {
-							walk("harness", body)
-						}
-					}
-					return false
-				}
-				for _, body := range s.methods[dir][m.Sel.Name] {
-					walk(dir, body)
-				}
-			case *ast.Ident:
-				for _, body := range s.funcs[dir][m.Name] {
-					walk(dir, body)
-				}
-				for _, lit := range s.closures[dir][m.Name] {
-					walk(dir, lit)
-				}
-			}
-			return !found
-		})
-	}
-	walk(s.pkgOf[s.fileOf(n)], n)
+		return !found
+	})
 	return found
 }
