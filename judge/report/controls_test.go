@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -58,14 +57,7 @@ func TestMarkdownListsControls(t *testing.T) {
 // its controls, a requirement with none recorded marked as such.
 func TestHTMLListsControls(t *testing.T) {
 	r := controlsTestReport(t)
-	var buf bytes.Buffer
-	if err := WriteHTML(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := htmlTestParse(t, r)
 	rows := htmlTestFind(doc, func(n *html.Node) bool { return n.Data == "tr" && htmlTestHasClass(n, "requirement") })
 	if len(rows) != len(r.Requirements) {
 		t.Fatalf("%d rows, want %d", len(rows), len(r.Requirements))

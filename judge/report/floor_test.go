@@ -119,14 +119,7 @@ func TestMarkdownFloors(t *testing.T) {
 
 func TestHTMLFloors(t *testing.T) {
 	r := floorTestReport(t)
-	var buf bytes.Buffer
-	if err := WriteHTML(&buf, r); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := html.Parse(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
+	doc := htmlTestParse(t, r)
 	section := htmlTestFind(doc, func(n *html.Node) bool { return n.Data == "section" && htmlTestAttr(n, "id") == "floors" })
 	if len(section) != 1 {
 		t.Fatalf("found %d section#floors, want 1", len(section))

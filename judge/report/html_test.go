@@ -351,6 +351,20 @@ func htmlTestCheckPNG(t *testing.T, path string) {
 }
 
 // htmlTestFind returns the elements under n that match.
+// htmlTestParse renders r as report.html and parses the page.
+func htmlTestParse(t *testing.T, r *verdicts.Report) *html.Node {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	doc, err := html.Parse(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
 func htmlTestFind(n *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
 	for d := range n.Descendants() {
