@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -349,8 +350,10 @@ func (r *registry) waitReady(ctx context.Context, env *setEnv, set FixtureSet) e
 			why = err.Error()
 		}
 		// The check the deadline cut short knows nothing: the one
-		// before it says why the set was not ready.
-		if ctx.Err() == nil || last == "" {
+		// before it says why the set was not ready. Client-go's rate
+		// limiter gives up before the deadline, when its wait would
+		// pass it.
+		if (ctx.Err() == nil && !cutByDeadline(err)) || last == "" {
 			last = why
 		}
 		return ok && err == nil, nil
@@ -359,6 +362,12 @@ func (r *registry) waitReady(ctx context.Context, env *setEnv, set FixtureSet) e
 		return fmt.Errorf("fixture set %s in %s not ready within %s (%s): %w", set.Name, set.Namespace, set.Timeout, last, err)
 	}
 	return nil
+}
+
+// cutByDeadline says whether a check's error says only that the deadline
+// came (or would come, client-go's rate limiter says, before its turn).
+func cutByDeadline(err error) bool {
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline"))
 }
 
 // await waits for the named sets, or every set whose namespace exists.

@@ -398,3 +398,26 @@ func TestProbesPassCheckSkipsPodsThatDoNotRun(t *testing.T) {
 		t.Errorf("a pending pod is the DaemonSet check's business: %v %q %v", ok, why, err)
 	}
 }
+
+// A check that client-go's rate limiter cut short (its wait would pass the
+// deadline) knows nothing: the timeout names the reason before it.
+func TestRequireTimeoutKeepsTheReasonBeforeTheDeadline(t *testing.T) {
+	ctx := context.Background()
+	c := newFakeCluster()
+	checks := 0
+	check := func(ctx context.Context, _ clientset.Interface) (bool, string, error) {
+		checks++
+		if checks == 1 {
+			return false, "dra.faultline.k8s.io on node n: 0 of 8 devices published", nil
+		}
+		return false, "", errors.New("client rate limiter Wait returned an error: rate: Wait(n=1) would exceed context deadline")
+	}
+	r, _ := c.process(t, FixtureSet{Name: "dra", Namespace: "faultline-dra-driver", Ready: []ReadyCheck{check}, Timeout: 30 * time.Millisecond})
+	err := r.require(ctx, "dra")
+	if err == nil || !strings.Contains(err.Error(), "(dra.faultline.k8s.io on node n: 0 of 8 devices published)") {
+		t.Errorf("want a timeout naming the reason before the rate limiter's error, got %v", err)
+	}
+	if checks < 2 {
+		t.Errorf("%d checks, want the rate limiter's error after the reason", checks)
+	}
+}

@@ -17,8 +17,10 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
 	drahealthv1alpha1 "k8s.io/kubelet/pkg/apis/dra-health/v1alpha1"
+	"k8s.io/utils/ptr"
 
 	"github.com/faultline-k8s/faultline/fakes/dra/calls"
 	"github.com/faultline-k8s/faultline/fakes/dra/errortype"
@@ -185,6 +187,27 @@ func Start(ctx context.Context, cfg Config) (*Driver, error) {
 				return nil, fmt.Errorf("start the DRA service: %w", err)
 			}
 			return h, nil
+		},
+		startSlices: func(ctx context.Context, res *resourceslice.DriverResources) (*resourceslice.Controller, error) {
+			logger := klog.LoggerWithName(klog.FromContext(ctx), "ResourceSlice controller")
+			c, err := resourceslice.StartController(klog.NewContext(ctx, logger), resourceslice.Options{
+				DriverName: cfg.DriverName,
+				KubeClient: cfg.KubeClient,
+				// The node owns the slices (the UID is looked up), as the
+				// helper's own controller would have it.
+				Owner:     &resourceslice.Owner{APIVersion: "v1", Kind: "Node", Name: cfg.NodeName},
+				Resources: res,
+				// Publishing errors are retried; none ends the driver.
+				ErrorHandler: func(ctx context.Context, err error, msg string) {
+					utilruntime.HandleErrorWithContext(ctx, err, msg)
+				},
+				MutationCacheTTL: ptr.To(sliceMutationTTL),
+				SyncDelay:        ptr.To(sliceSyncDelay),
+			})
+			if err != nil {
+				return nil, fmt.Errorf("start the ResourceSlice controller: %w", err)
+			}
+			return c, nil
 		},
 		republish: d.devices.publish,
 	}

@@ -10,6 +10,15 @@ package driver
 // after its wiping delay it removes the driver's ResourceSlices; the new
 // controller publishes them again. Each stop and start is recorded
 // (GET /service).
+//
+// The ResourceSlice controller is the driver's own (startSlices), not the
+// helper's PublishResources, for its timers: with the library's defaults
+// (a one-minute mutation cache, a 30 s sync delay) a slice the driver
+// updated less than a minute before somebody deleted it (the kubelet wipes
+// every slice of its node when it restarts) is never published again
+// (kubernetes#140063, fixed in the v0.37 libraries). sliceSyncDelay longer
+// than sliceMutationTTL closes that window, and a restarted kubelet gets
+// the slices back in seconds.
 
 import (
 	"context"
@@ -65,18 +74,46 @@ const maxServiceEvents = 500
 // restartInterval is how often a failed restart of the service is retried.
 const restartInterval = time.Second
 
-// service owns the helper that serves dra.sock and publishes the slices.
+// The ResourceSlice controller's timers (see the top of the file): a sync
+// runs sliceSyncDelay after the last change it saw, by when every write of
+// its own older than sliceMutationTTL has left its cache. The TTL only has
+// to outlast the informer's lag behind the controller's own writes.
+const (
+	sliceMutationTTL = 3 * time.Second
+	sliceSyncDelay   = 5 * time.Second
+)
+
+// service owns the helper that serves dra.sock and the controller that
+// publishes the slices; both run while the service does.
 type service struct {
 	// ctx ends with the driver; a pending restart is then dropped.
 	ctx   context.Context
 	start func(context.Context) (*kubeletplugin.Helper, error)
+	// startSlices starts publishing resources; the first publish of each
+	// start of the service calls it.
+	startSlices func(context.Context, *resourceslice.DriverResources) (*resourceslice.Controller, error)
 	// republish publishes the inventory through the new helper.
 	republish func(context.Context) error
 
 	mu     sync.Mutex
-	helper *kubeletplugin.Helper // nil while stopped
+	helper *kubeletplugin.Helper     // nil while stopped
+	slices *resourceslice.Controller // nil while stopped or before the first publish
 	events []ServiceEvent
 	wg     sync.WaitGroup
+}
+
+// takeLocked ends the current service's run and returns what has to be
+// stopped (outside the lock: Stop waits for the helper's handlers).
+func (s *service) takeLocked() (*kubeletplugin.Helper, *resourceslice.Controller) {
+	h, c := s.helper, s.slices
+	s.helper, s.slices = nil, nil
+	return h, c
+}
+
+// stopBoth stops a helper and a slice controller; both may be nil.
+func stopBoth(h *kubeletplugin.Helper, c *resourceslice.Controller) {
+	h.Stop()
+	c.Stop()
 }
 
 func (s *service) recordLocked(e ServiceEvent) {
@@ -104,17 +141,25 @@ func (s *service) serving(h *kubeletplugin.Helper) {
 	s.recordLocked(ServiceEvent{Event: ServiceStarted})
 }
 
-// publish hands the resources to the serving helper. While the service
-// is stopped it does nothing: the restart publishes the inventory as it
-// is then.
+// publish hands the resources to the service's slice controller, starting
+// it the first time. While the service is stopped it does nothing: the
+// restart publishes the inventory as it is then.
 func (s *service) publish(ctx context.Context, res resourceslice.DriverResources) error {
 	s.mu.Lock()
-	h := s.helper
-	s.mu.Unlock()
-	if h == nil {
+	defer s.mu.Unlock()
+	if s.helper == nil {
 		return nil
 	}
-	return h.PublishResources(ctx, res)
+	if s.slices != nil {
+		s.slices.Update(&res)
+		return nil
+	}
+	c, err := s.startSlices(s.ctx, &res)
+	if err != nil {
+		return err
+	}
+	s.slices = c
+	return nil
 }
 
 // stopFor stops the service and starts it again after down. It returns
@@ -122,12 +167,11 @@ func (s *service) publish(ctx context.Context, res resourceslice.DriverResources
 // which then keeps its own end.
 func (s *service) stopFor(ctx context.Context, cause ClaimRef, down time.Duration) bool {
 	s.mu.Lock()
-	h := s.helper
-	if h == nil {
+	if s.helper == nil {
 		s.mu.Unlock()
 		return false
 	}
-	s.helper = nil
+	h, slices := s.takeLocked()
 	until := time.Now().Add(down)
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -138,7 +182,7 @@ func (s *service) stopFor(ctx context.Context, cause ClaimRef, down time.Duratio
 		// Stopped outside the gRPC handler that fired the fault: the
 		// helper's Stop closes that handler's own connection. Recorded
 		// once it is done: the socket is gone, the slice controller ended.
-		h.Stop()
+		stopBoth(h, slices)
 		s.mu.Lock()
 		s.recordLocked(ServiceEvent{Event: ServiceStopped, ClaimNamespace: cause.Namespace, ClaimName: cause.Name, ClaimUID: cause.UID, Until: &until})
 		s.mu.Unlock()
@@ -182,18 +226,16 @@ func (s *service) restart(logger klog.Logger) {
 // stop stops the service for good (the driver stops).
 func (s *service) stop() {
 	s.mu.Lock()
-	h := s.helper
-	s.helper = nil
+	h, c := s.takeLocked()
 	s.mu.Unlock()
-	h.Stop() // nil-safe
+	stopBoth(h, c) // nil-safe
 	s.wg.Wait()
 	// A restart that raced with the driver's end: its ctx was done, so
 	// the helper it may have started stops with it; Stop waits for that.
 	s.mu.Lock()
-	h = s.helper
-	s.helper = nil
+	h, c = s.takeLocked()
 	s.mu.Unlock()
-	h.Stop()
+	stopBoth(h, c)
 }
 
 // state returns GET /service's content.

@@ -152,3 +152,63 @@ func TestUnresponsive(t *testing.T) {
 		t.Errorf("POST /service: status %d", post.StatusCode)
 	}
 }
+
+// The kubelet deletes every slice of its node when it restarts. A slice the
+// driver changed shortly before (a device failed and repaired: its taint
+// came and went) must be published again within the controller's sync
+// delay. On a real API server the library's default timers left such a
+// slice unpublished for good (kubernetes#140063; faultline's CI saw it
+// after DRA-KUBELET-RESTART-UNPREPARE). The fake clientset replaces a
+// changed slice by delete and create, which the library handles, so this
+// test holds the bound; the e2e runs hold the race.
+func TestSlicesBackAfterAQuickDelete(t *testing.T) {
+	h := newHarness(t)
+	h.eventually("the published slice", func() string {
+		if h.slices() == 0 {
+			return "none yet"
+		}
+		return ""
+	})
+	if _, err := h.drv.FailDevice(h.ctx, "dev-1", "NoExecute", "faultline test"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("dev-1 tainted", func() string {
+		if len(h.deviceTaints("dev-1")) == 0 {
+			return "no taint yet"
+		}
+		return ""
+	})
+	if _, err := h.drv.RepairDevice(h.ctx, "dev-1"); err != nil {
+		t.Fatal(err)
+	}
+	h.eventually("dev-1 repaired", func() string {
+		if n := len(h.deviceTaints("dev-1")); n != 0 {
+			return fmt.Sprintf("%d taints", n)
+		}
+		return ""
+	})
+	list, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if err := h.client.ResourceV1().ResourceSlices().Delete(h.ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deleted := time.Now()
+	if n := h.slices(); n != 0 {
+		t.Fatalf("%d slices after the deletion", n)
+	}
+	// eventually's own bound is longer than a sync delay plus the cache's
+	// lifetime; the time it took is checked against the delay.
+	h.eventually("the slices published again", func() string {
+		if h.slices() == 0 {
+			return "none"
+		}
+		return ""
+	})
+	if took, bound := time.Since(deleted), sliceSyncDelay+sliceMutationTTL+2*time.Second; took > bound {
+		t.Errorf("the slices came back %s after their deletion, want within %s", took.Round(time.Millisecond), bound)
+	}
+}
