@@ -186,7 +186,8 @@ func (b *realBackend) BuildNodeImage(ctx context.Context, st Stack) (string, err
 
 // sources are what a stack's node image builds instead of the pins.
 func (b *realBackend) sources(st Stack) nodeimage.Sources {
-	src := nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, NRI: b.opts.NRIVersion, KubernetesPatches: b.opts.KubernetesPatches}
+	src := nodeimage.Sources{Kubernetes: b.opts.KubernetesSrc, NRI: b.opts.NRIVersion, KubernetesPatches: b.opts.KubernetesPatches,
+		RuntimePatches: b.opts.RuntimePatches(st.Runtime), NRIPatches: b.opts.NRIPatches}
 	if st.Runtime.Name == "containerd" {
 		src.Containerd, src.ContainerdVersion = b.opts.ContainerdSrc, b.opts.ContainerdVersion
 	}

@@ -76,6 +76,11 @@ type Options struct {
 	// KubernetesPatches are applied to the pinned Kubernetes release before
 	// it is built (nodeimage.Sources.KubernetesPatches).
 	KubernetesPatches []string
+	// ContainerdPatches, CRIOPatches and NRIPatches are applied the same
+	// way to the pinned containerd release (containerd stacks), the pinned
+	// CRI-O release (CRI-O stacks) and the NRI release every runtime is
+	// built with: the mutants of judge/controls break the runtimes so.
+	ContainerdPatches, CRIOPatches, NRIPatches []string
 	// FeatureGates are set on every Kubernetes component of new clusters.
 	FeatureGates map[string]bool
 	// Workers is the number of worker nodes of new clusters beside the
@@ -231,11 +236,12 @@ func (o *Options) clusterName(st Stack) string {
 	return o.ClusterName + "-" + strings.ReplaceAll(st.Label, ".", "-")
 }
 
-// Variant names what the run changes on the pinned releases, for the stack
-// keys (wire.StackKey) and so the expectations: "nri-v0.12.5" for
-// --nri-version, the patch series' name for --kubernetes-patch,
-// "feature-gates" for gates without patches, and "multinode" for clusters
-// with workers; "" when it changes nothing.
+// Variant names what the run changes on the pinned releases of every
+// stack, for the stack keys (wire.StackKey) and so the expectations:
+// "nri-v0.12.5" for --nri-version, the patch series' names of
+// --kubernetes-patch and --nri-patch, "feature-gates" for gates without
+// patches, and "multinode" for clusters with workers; "" when it changes
+// nothing. variantOf adds what changes one runtime's stacks only.
 func (o *Options) Variant() string {
 	var parts []string
 	if o.Workers > 0 {
@@ -249,20 +255,38 @@ func (o *Options) Variant() string {
 	} else if len(o.FeatureGates) > 0 {
 		parts = append(parts, "feature-gates")
 	}
+	if name := PatchSeriesName(o.NRIPatches); name != "" {
+		parts = append(parts, name)
+	}
 	return strings.Join(parts, "+")
 }
 
 // variantOf is the run's variant on a stack of runtime rt: another
-// containerd release changes only containerd's stacks ("containerd-v2.3.7").
+// containerd release changes only containerd's stacks ("containerd-v2.3.7"
+// first), a runtime's patches only its own (their series' names last).
 func (o *Options) variantOf(rt runtimes.Runtime) string {
-	v := o.Variant()
-	if o.ContainerdVersion == "" || rt.Name != "containerd" {
-		return v
+	var parts []string
+	if o.ContainerdVersion != "" && rt.Name == "containerd" {
+		parts = append(parts, "containerd-"+o.ContainerdVersion)
 	}
-	if v == "" {
-		return "containerd-" + o.ContainerdVersion
+	if v := o.Variant(); v != "" {
+		parts = append(parts, v)
 	}
-	return "containerd-" + o.ContainerdVersion + "+" + v
+	if name := PatchSeriesName(o.RuntimePatches(rt)); name != "" {
+		parts = append(parts, name)
+	}
+	return strings.Join(parts, "+")
+}
+
+// RuntimePatches are the patches of runtime rt's own release.
+func (o *Options) RuntimePatches(rt runtimes.Runtime) []string {
+	switch rt.Name {
+	case "containerd":
+		return o.ContainerdPatches
+	case "crio":
+		return o.CRIOPatches
+	}
+	return nil
 }
 
 // numberedPatch is a file of a numbered series (git format-patch names them

@@ -767,6 +767,21 @@ func TestValidate(t *testing.T) {
 			o.KubernetesPatches = []string{os.DevNull}
 			o.Kubeconfig = os.DevNull
 		}, "KubernetesPatches builds a cluster; it does not go with Kubeconfig"},
+		"crio patch on containerd": {func(o *Options) {
+			o.Runtimes, _ = runtimes.Parse("containerd")
+			o.CRIOPatches = []string{os.DevNull}
+		}, "CRIOPatches is for Runtimes crio"},
+		"containerd patch with a checkout": {func(o *Options) {
+			o.Runtimes, _ = runtimes.Parse("containerd")
+			o.ContainerdPatches = []string{os.DevNull}
+			o.ContainerdSrc = t.TempDir()
+		}, "with ContainerdSrc, apply it"},
+		"missing NRI patch":    {func(o *Options) { o.NRIPatches = []string{"/nonexistent.patch"} }, "NRIPatches"},
+		"NRI patch with image": {func(o *Options) { o.NRIPatches, o.NodeImage = []string{os.DevNull}, "x" }, "NRIPatches builds a node image"},
+		"NRI patch on a cluster": {func(o *Options) {
+			o.NRIPatches = []string{os.DevNull}
+			o.Kubeconfig = os.DevNull
+		}, "NRIPatches builds a cluster; it does not go with Kubeconfig"},
 		"gates on a cluster": {func(o *Options) {
 			o.FeatureGates = map[string]bool{"A": true}
 			o.Kubeconfig = os.DevNull
@@ -808,6 +823,13 @@ func TestVariant(t *testing.T) {
 	// Another containerd release changes only the containerd stack.
 	o = Options{Runtimes: []runtimes.Runtime{runtimes.MustLookup("containerd"), runtimes.MustLookup("crio")}, ContainerdVersion: "v2.3.7", NRIVersion: "v0.12.5"}
 	if st := o.Stacks(); len(st) != 2 || st[0].Variant != "containerd-v2.3.7+nri-v0.12.5" || st[1].Variant != "nri-v0.12.5" {
+		t.Errorf("Stacks = %+v", st)
+	}
+	// A runtime's patches change its stacks only; NRI's every stack.
+	o = Options{Runtimes: []runtimes.Runtime{runtimes.MustLookup("containerd"), runtimes.MustLookup("crio")},
+		ContainerdPatches: []string{"p/mutant-ctd/0001-a.patch"}, CRIOPatches: []string{"p/mutant-crio/0001-a.patch"},
+		NRIPatches: []string{"p/mutant-nri/0001-a.patch"}, KubernetesPatches: []string{"p/kep/0001-a.patch"}}
+	if st := o.Stacks(); len(st) != 2 || st[0].Variant != "kep+mutant-nri+mutant-ctd" || st[1].Variant != "kep+mutant-nri+mutant-crio" {
 		t.Errorf("Stacks = %+v", st)
 	}
 }

@@ -136,14 +136,21 @@ func (o Options) withDefaults() Options {
 
 func (o Options) withAbsolutePaths() Options {
 	o.Artifacts, o.Kubeconfig, o.Expectations = absolute(o.Artifacts), absolute(o.Kubeconfig), absolute(o.Expectations)
-	if len(o.KubernetesPatches) > 0 {
-		patches := make([]string, len(o.KubernetesPatches))
-		for i, p := range o.KubernetesPatches {
-			patches[i] = absolute(p)
-		}
-		o.KubernetesPatches = patches
-	}
+	o.KubernetesPatches = absolutes(o.KubernetesPatches)
+	o.ContainerdPatches, o.CRIOPatches, o.NRIPatches = absolutes(o.ContainerdPatches), absolutes(o.CRIOPatches), absolutes(o.NRIPatches)
 	return o
+}
+
+// absolutes is paths made absolute, in a new slice (the caller's stays).
+func absolutes(paths []string) []string {
+	if len(paths) == 0 {
+		return paths
+	}
+	out := make([]string, len(paths))
+	for i, p := range paths {
+		out[i] = absolute(p)
+	}
+	return out
 }
 
 // absolute is path made absolute; "" stays unset.
@@ -247,18 +254,38 @@ func (o Options) checkNodeImageSources(bad *OptionErrors) {
 	if o.NodeImage != "" && o.NRIVersion != "" {
 		bad.add("NRIVersion", "%s builds a node image; it does not go with %s", option("NodeImage"))
 	}
-	if len(o.KubernetesPatches) == 0 {
-		return
+	has := map[string]bool{}
+	for _, rt := range o.Runtimes {
+		has[rt.Name] = true
 	}
-	if o.NodeImage != "" {
-		bad.add("KubernetesPatches", "%s builds a node image; it does not go with %s", option("NodeImage"))
-	}
-	if o.KubernetesSrc != "" {
-		bad.add("KubernetesPatches", "%s applies to the pinned release; with %s, apply it to the checkout", option("KubernetesSrc"))
-	}
-	for _, p := range o.KubernetesPatches {
-		if _, err := os.Stat(p); err != nil {
-			bad.add("KubernetesPatches", "%s: %v", err)
+	for _, series := range []struct {
+		field   string
+		patches []string
+		runtime string // the runtime whose release it patches; "" every stack's
+		src     string // the option that builds that release from a checkout
+	}{
+		{"KubernetesPatches", o.KubernetesPatches, "", o.KubernetesSrc},
+		{"ContainerdPatches", o.ContainerdPatches, "containerd", o.ContainerdSrc},
+		{"CRIOPatches", o.CRIOPatches, "crio", ""},
+		{"NRIPatches", o.NRIPatches, "", ""},
+	} {
+		if len(series.patches) == 0 {
+			continue
+		}
+		if o.NodeImage != "" {
+			bad.add(series.field, "%s builds a node image; it does not go with %s", option("NodeImage"))
+		}
+		if series.src != "" {
+			src := map[string]string{"KubernetesPatches": "KubernetesSrc", "ContainerdPatches": "ContainerdSrc"}[series.field]
+			bad.add(series.field, "%s applies to the pinned release; with %s, apply it to the checkout", option(src))
+		}
+		if series.runtime != "" && !has[series.runtime] {
+			bad.add(series.field, "%s is for %s "+series.runtime, option("Runtimes"))
+		}
+		for _, p := range series.patches {
+			if _, err := os.Stat(p); err != nil {
+				bad.add(series.field, "%s: %v", err)
+			}
 		}
 	}
 }
@@ -340,7 +367,8 @@ func (o Options) checkExistingCluster(bad *OptionErrors) {
 		field string
 		set   bool
 	}{
-		{"KubernetesPatches", len(o.KubernetesPatches) > 0}, {"FeatureGates", len(o.FeatureGates) > 0}, {"Workers", o.Workers != 0},
+		{"KubernetesPatches", len(o.KubernetesPatches) > 0}, {"ContainerdPatches", len(o.ContainerdPatches) > 0}, {"CRIOPatches", len(o.CRIOPatches) > 0}, {"NRIPatches", len(o.NRIPatches) > 0},
+		{"FeatureGates", len(o.FeatureGates) > 0}, {"Workers", o.Workers != 0},
 		{"NodeImage", o.NodeImage != ""}, {"KubernetesSrc", o.KubernetesSrc != ""}, {"ContainerdSrc", o.ContainerdSrc != ""}, {"ContainerdVersion", o.ContainerdVersion != ""}, {"NRIVersion", o.NRIVersion != ""},
 	} {
 		if c.set {

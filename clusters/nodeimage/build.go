@@ -68,9 +68,14 @@ func NewBuilder(ctx context.Context, opts Options) (*Builder, error) {
 		if opts.Sources.Kubernetes != "" {
 			return nil, fmt.Errorf("--kubernetes-patch applies to the pinned release; with --kubernetes-src, apply it to the checkout")
 		}
-		if err := checkPatches(opts.Sources.KubernetesPatches); err != nil {
+	}
+	for _, patches := range [][]string{opts.Sources.KubernetesPatches, opts.Sources.RuntimePatches, opts.Sources.NRIPatches} {
+		if err := checkPatches(patches); err != nil {
 			return nil, err
 		}
+	}
+	if len(opts.Sources.RuntimePatches) > 0 && opts.Sources.Containerd != "" && opts.Runtime.Name == "containerd" {
+		return nil, fmt.Errorf("a containerd patch applies to the pinned release; with --containerd-src, apply it to the checkout")
 	}
 	for name, dir := range map[string]string{"kubernetes": opts.Sources.Kubernetes, "containerd": opts.Sources.Containerd} {
 		if dir == "" {
@@ -126,6 +131,13 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 				return Plan{}, err
 			}
 			sourceID = "patches:" + id
+		}
+		for _, d := range c.PatchedDeps {
+			id, err := patchesKey(d.Patches)
+			if err != nil {
+				return Plan{}, err
+			}
+			sourceID += "+" + d.Module + "@" + d.Version + ":" + id
 		}
 		key := componentKey(c, b.goVersion, sourceID)
 		keys["component/"+c.Name] = key
@@ -359,11 +371,18 @@ func (b *Builder) Build(ctx context.Context) (string, error) {
 func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string) error {
 	modDir := filepath.Join(b.CacheDir, "modules", c.Name)
 	if len(c.Patches) > 0 {
-		tree, err := b.patchedTree(ctx, c)
+		tree, err := b.patchedTree(ctx, c.Name, c.Module, c.Version, c.Patches, c.StagingReplaces)
 		if err != nil {
 			return err
 		}
 		c.Source = tree
+	}
+	for _, d := range c.PatchedDeps {
+		replace, err := b.patchedDep(ctx, c, d)
+		if err != nil {
+			return err
+		}
+		c.Replaces = append(c.Replaces, replace)
 	}
 	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source, Replaces: c.Replaces}
 	env := append([]string{"GOFLAGS=-mod=mod"}, c.Env...)
@@ -444,8 +463,19 @@ func (b *Builder) buildCPrograms(ctx context.Context, c GoComponent, modDir, out
 }
 
 func describeSource(c GoComponent) string {
+	var deps []string
+	for _, d := range c.PatchedDeps {
+		deps = append(deps, fmt.Sprintf("%s with %s applied", d.Module, strings.Join(d.Patches, ", ")))
+	}
+	with := ""
+	if len(deps) > 0 {
+		with = ", " + strings.Join(deps, ", ")
+	}
 	if len(c.Patches) > 0 {
-		return c.Version + " with " + strings.Join(c.Patches, ", ") + " applied, from " + c.Source
+		return c.Version + " with " + strings.Join(c.Patches, ", ") + " applied" + with + ", from " + c.Source
+	}
+	if with != "" {
+		return c.Version + with
 	}
 	if c.Source != "" {
 		return "from local tree " + c.Source

@@ -34,6 +34,9 @@ type GoComponent struct {
 	// Patches are applied to the pinned release before it is built
 	// (patched.go); their contents join the key.
 	Patches []string
+	// PatchedDeps are dependencies built from a patched copy of their
+	// release (a replace to it); their patches join the key too.
+	PatchedDeps []PatchedDep
 	// CPrograms are C programs in the module's tree built beside the Go binaries
 	// (CRI-O's pinns): binary name => directory of its .c files, relative to the module.
 	CPrograms map[string]string
@@ -67,6 +70,19 @@ type Sources struct {
 	// kubernetes checkout, staging included) applied in order to the pinned
 	// release before it is built, as vendors carry patches.
 	KubernetesPatches []string
+	// RuntimePatches are applied the same way to the runtime's release
+	// (containerd's or CRI-O's, whichever the node image has), NRIPatches
+	// to the github.com/containerd/nri release it is built with (NRI, or
+	// the one its go.mod requires).
+	RuntimePatches []string
+	NRIPatches     []string
+}
+
+// PatchedDep is a dependency of a component built from its release with
+// patches applied; an empty Version is the one the component requires.
+type PatchedDep struct {
+	Module, Version string
+	Patches         []string
 }
 
 // NRIModule is the module Sources.NRI swaps.
@@ -91,7 +107,12 @@ func RuntimeComponents(rt runtimes.Runtime, pins versions.Pins, src Sources) ([]
 		return nil, fmt.Errorf("runtime %s has no build recipe in clusters/nodeimage (runtimeRecipes)", rt.Name)
 	}
 	own := recipe(pins, src)
-	if src.NRI != "" {
+	own.Patches = src.RuntimePatches
+	switch {
+	case len(src.NRIPatches) > 0:
+		// The patched copy's replace stands for the release too.
+		own.PatchedDeps = append(own.PatchedDeps, PatchedDep{Module: NRIModule, Version: src.NRI, Patches: src.NRIPatches})
+	case src.NRI != "":
 		own.Replaces = append(own.Replaces, gomod.Replace{Old: NRIModule, New: NRIModule, Version: src.NRI})
 	}
 	return append([]GoComponent{own}, sharedComponents(pins, src)...), nil

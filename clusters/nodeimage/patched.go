@@ -1,10 +1,12 @@
 package nodeimage
 
-// A pinned Kubernetes release with a vendor's patches applied: the release's
-// module and its staging modules (as published at the release's staging tag)
-// laid out as a Kubernetes checkout (staging/src/k8s.io/<name>), so that a
-// patch written against the kubernetes repository applies as it is, and the
-// builder compiles the tree as it would a --kubernetes-src checkout.
+// A pinned release with a vendor's patches applied, laid out as the
+// project's checkout so that a patch written against its repository applies
+// as it is: containerd's, CRI-O's or NRI's module as it is, Kubernetes' with
+// its staging modules (as published at the release's staging tag) under
+// staging/src/k8s.io/<name>. The builder compiles the tree as it would a
+// --kubernetes-src or --containerd-src checkout; a patched dependency (NRI)
+// is a replace to its tree.
 
 import (
 	"context"
@@ -14,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strings"
 
@@ -27,7 +30,7 @@ func patchesKey(patches []string) (string, error) {
 	for i, p := range patches {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return "", fmt.Errorf("--kubernetes-patch: %w", err)
+			return "", fmt.Errorf("patch: %w", err)
 		}
 		parts[fmt.Sprintf("%03d", i)] = string(data)
 	}
@@ -39,23 +42,24 @@ func checkPatches(patches []string) error {
 	for _, p := range patches {
 		data, err := os.ReadFile(p)
 		if err != nil {
-			return fmt.Errorf("--kubernetes-patch: %w", err)
+			return fmt.Errorf("patch: %w", err)
 		}
 		if !strings.Contains(string(data), "\n+++ ") && !strings.HasPrefix(string(data), "+++ ") {
-			return fmt.Errorf("--kubernetes-patch %s: not a unified diff (no +++ line)", p)
+			return fmt.Errorf("patch %s: not a unified diff (no +++ line)", p)
 		}
 	}
 	return nil
 }
 
-// patchedTree returns the directory of c's release with c.Patches applied,
-// making it in the cache the first time (keyed by release and patches).
-func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error) {
-	key, err := patchesKey(c.Patches)
+// patchedTree returns the directory of module's release with patches
+// applied, making it in the cache the first time (keyed by release and
+// patches); staging lays Kubernetes' staging modules out beside it.
+func (b *Builder) patchedTree(ctx context.Context, name, module, version string, patches []string, staging bool) (string, error) {
+	key, err := patchesKey(patches)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(b.CacheDir, "src", c.Name+"-"+c.Version+"-"+key)
+	dir := filepath.Join(b.CacheDir, "src", name+"-"+version+"-"+key)
 	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
 		return dir, nil
 	}
@@ -63,42 +67,26 @@ func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error
 	if err := os.RemoveAll(tmp); err != nil {
 		return "", err
 	}
-	fmt.Fprintf(b.Log, "making %s %s with %d patch(es) in %s\n", c.Module, c.Version, len(c.Patches), dir)
+	fmt.Fprintf(b.Log, "making %s %s with %d patch(es) in %s\n", module, version, len(patches), dir)
 	done := false
 	defer func() {
 		if !done {
 			_ = os.RemoveAll(tmp) // a release copy that did not take the patches
 		}
 	}()
-	mods, err := downloadModules(ctx, c.Module+"@"+c.Version)
+	mods, err := downloadModules(ctx, module+"@"+version)
 	if err != nil {
 		return "", err
 	}
 	if err := copyTree(mods[0].Dir, tmp); err != nil {
 		return "", err
 	}
-	goMod, err := os.ReadFile(filepath.Join(tmp, "go.mod"))
-	if err != nil {
-		return "", err
-	}
-	staging, err := gomod.StagingReplaces(goMod, c.Version, "")
-	if err != nil {
-		return "", err
-	}
-	var want []string
-	for _, r := range staging {
-		want = append(want, r.New+"@"+r.Version)
-	}
-	stagingMods, err := downloadModules(ctx, want...)
-	if err != nil {
-		return "", err
-	}
-	for _, m := range stagingMods {
-		if err := copyTree(m.Dir, filepath.Join(tmp, "staging", "src", m.Path)); err != nil {
+	if staging {
+		if err := copyStaging(ctx, tmp, version); err != nil {
 			return "", err
 		}
 	}
-	for i, p := range c.Patches {
+	for i, p := range patches {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return "", err
@@ -109,8 +97,8 @@ func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error
 		cmd := exec.CommandContext(ctx, "git", "apply", "-p1", "--whitespace=nowarn", "--verbose", abs)
 		cmd.Dir = tmp
 		cmd.Env = append(os.Environ(), "GIT_CEILING_DIRECTORIES="+filepath.Dir(tmp))
-		if err := b.runLogged(cmd, fmt.Sprintf("patch-%s-%d", c.Name, i+1)); err != nil {
-			return "", fmt.Errorf("%s does not apply to %s %s: %w", p, c.Module, c.Version, err)
+		if err := b.runLogged(cmd, fmt.Sprintf("patch-%s-%d", name, i+1)); err != nil {
+			return "", fmt.Errorf("%s does not apply to %s %s: %w", p, module, version, err)
 		}
 	}
 	if err := os.RemoveAll(dir); err != nil {
@@ -121,6 +109,60 @@ func (b *Builder) patchedTree(ctx context.Context, c GoComponent) (string, error
 	}
 	done = true
 	return dir, nil
+}
+
+// copyStaging copies the staging modules a Kubernetes release's go.mod
+// (in tree) replaces, at the release's staging tag, into tree's
+// staging/src.
+func copyStaging(ctx context.Context, tree, version string) error {
+	goMod, err := os.ReadFile(filepath.Join(tree, "go.mod"))
+	if err != nil {
+		return err
+	}
+	staging, err := gomod.StagingReplaces(goMod, version, "")
+	if err != nil {
+		return err
+	}
+	var want []string
+	for _, r := range staging {
+		want = append(want, r.New+"@"+r.Version)
+	}
+	stagingMods, err := downloadModules(ctx, want...)
+	if err != nil {
+		return err
+	}
+	for _, m := range stagingMods {
+		if err := copyTree(m.Dir, filepath.Join(tree, "staging", "src", m.Path)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// patchedDep makes d's patched tree and returns the replace of c's build
+// to it. Without a version, d is the release c's go.mod requires.
+func (b *Builder) patchedDep(ctx context.Context, c GoComponent, d PatchedDep) (gomod.Replace, error) {
+	version := d.Version
+	if version == "" {
+		goMod := filepath.Join(c.Source, "go.mod")
+		if c.Source == "" {
+			got, err := gomod.Download(ctx, c.Module, c.Version)
+			if err != nil {
+				return gomod.Replace{}, err
+			}
+			goMod = got.GoMod
+		}
+		v, err := gomod.RequiredVersion(goMod, d.Module)
+		if err != nil {
+			return gomod.Replace{}, err
+		}
+		version = v
+	}
+	tree, err := b.patchedTree(ctx, path.Base(d.Module), d.Module, version, d.Patches, false)
+	if err != nil {
+		return gomod.Replace{}, err
+	}
+	return gomod.Replace{Old: d.Module, New: tree}, nil
 }
 
 type downloaded struct {

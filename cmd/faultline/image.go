@@ -23,8 +23,10 @@ func init() {
 			kube := fs.String("kubernetes-version", "", "Kubernetes release: "+strings.Join(versions.Kubernetes(), ", ")+" (default the first)")
 			fs.StringVar(&opts.Sources.Kubernetes, "kubernetes-src", "", "local Kubernetes checkout to build instead of the pinned release")
 			fs.StringVar(&opts.Sources.NRI, "nri-version", "", "build the runtime with this github.com/containerd/nri release instead of the one it requires (e.g. v0.12.5)")
-			var patches listFlag
+			var patches, runtimePatches, nriPatches listFlag
 			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes release before building it; repeatable, applied in order")
+			fs.Var(&runtimePatches, "runtime-patch", "apply this patch (git diff format, relative to the runtime's checkout: containerd or cri-o) to the runtime's release before building it; repeatable, applied in order")
+			fs.Var(&nriPatches, "nri-patch", "apply this patch (git diff format, relative to a containerd/nri checkout) to the NRI release the runtime is built with; repeatable, applied in order")
 			fs.StringVar(&opts.Sources.Containerd, "containerd-src", "", "local containerd checkout to build instead of the pinned release")
 			fs.StringVar(&opts.Sources.ContainerdVersion, "containerd-version", "", "containerd release to build instead of the pinned one (one the Go module proxy serves, e.g. v2.3.7)")
 			fs.StringVar(&opts.DebianMirror, "debian-mirror", "", "Debian archive for debootstrap (default: the one apt uses here)")
@@ -44,7 +46,7 @@ func init() {
 					return usageError{fmt.Errorf("--kubernetes-version: %w", err)}
 				}
 				opts.Pins = pins
-				opts.Sources.KubernetesPatches = patches
+				opts.Sources.KubernetesPatches, opts.Sources.RuntimePatches, opts.Sources.NRIPatches = patches, runtimePatches, nriPatches
 				b, err := nodeimage.NewBuilder(ctx, opts)
 				if err != nil {
 					return usageError{err}
