@@ -57,8 +57,8 @@ func TestControlsCoverCatalogue(t *testing.T) {
 				planned++
 			}
 		}
-		if planned == 0 {
-			t.Errorf("%s: no control recorded, and none planned (a mutant's patch or a fake's mode)", e.Requirement)
+		if planned == 0 && e.NoHonestControl == "" {
+			t.Errorf("%s: no control recorded, none planned (a mutant's patch or a fake's mode), and no word on why there is no honest one", e.Requirement)
 		}
 	}
 	t.Logf("%d of %d requirements have a recorded red control; none recorded yet for %d:\n  %s",
