@@ -341,3 +341,34 @@ func TestControlsSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestControlsPatchesThere: every mutant's patch is in clusters/patches,
+// and every mutant series there is some control's: a patch nothing names
+// is a control nobody runs.
+func TestControlsPatchesThere(t *testing.T) {
+	named := map[string]bool{}
+	for _, e := range All() {
+		for _, c := range e.Controls {
+			if c.Patch == "" {
+				continue
+			}
+			named[filepath.Dir(c.Patch)] = true
+			if _, err := os.Stat(filepath.Join(repoRoot, c.Patch)); err != nil {
+				t.Errorf("%s: the mutant's patch: %v", e.Requirement, err)
+			}
+		}
+	}
+	series, err := filepath.Glob(filepath.Join(repoRoot, "clusters", "patches", "mutant-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range series {
+		rel, err := filepath.Rel(repoRoot, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !named[rel] {
+			t.Errorf("%s: a mutant series no control of controls.yaml names", rel)
+		}
+	}
+}
