@@ -64,6 +64,9 @@ type Control struct {
 	// Patch is a mutant's patch: clusters/patches/<series>/NNNN-*.patch,
 	// the series being the stack's variant.
 	Patch string `json:"patch,omitempty"`
+	// PatchOf is the component a mutant's patch applies to: kubernetes,
+	// containerd, crio or nri (which faultline e2e option builds it).
+	PatchOf string `json:"patchOf,omitempty"`
 	// Mode is a fake mode: the fake (its folder under fakes/) and the mode.
 	Mode string `json:"mode,omitempty"`
 	// Recording names the run in judge/verdicts/testdata (its file without
@@ -330,12 +333,14 @@ func checkControl(where string, req requirements.Requirement, known bool, c Cont
 			bad("mode is for fake modes")
 		case m == nil:
 			bad("patch %q: want clusters/patches/<series>/NNNN-<subject>.patch", c.Patch)
+		case patchFlags[c.PatchOf] == "":
+			bad("patchOf %q: want the component the patch applies to: kubernetes, containerd, crio or nri", c.PatchOf)
 		case err == nil && !slices.Contains(strings.Split(variant, "+"), m[1]):
 			bad("patch series %s is not in the stack's variant %q", m[1], variant)
 		}
 	case FakeMode:
-		if c.Patch != "" {
-			bad("patch is for mutants")
+		if c.Patch != "" || c.PatchOf != "" {
+			bad("patch and patchOf are for mutants")
 		}
 		if !strings.HasPrefix(c.Mode, "fakes/") {
 			bad("mode %q: name the fake's folder first (fakes/dra: ...)", c.Mode)

@@ -99,26 +99,16 @@ func TestControlsRecordedRed(t *testing.T) {
 						t.Errorf("the mutant's patch: %v", err)
 					}
 				}
-				rep := verdicts.Build([]verdicts.Run{run}, x, verdicts.Header{OwnClusters: true})
-				v := rep.Verdict(e.Requirement, run.Stack.Key)
-				if v == nil {
-					t.Fatalf("%s has no verdict of %s", c.Recording, e.Requirement)
+				var base *verdicts.Run
+				if c.Kind != Recorded {
+					b, _ := readRecording(t, c.Base)
+					if !strings.HasPrefix(c.Stack, b.Stack.Key+"+") {
+						t.Errorf("base %s is a run of %s, which %s does not vary", c.Base, b.Stack.Key, c.Stack)
+					}
+					base = &b
 				}
-				if !red(v.State) {
-					t.Errorf("%s: %s, want red (fail or known discrepancy)", e.Requirement, v.State)
-				}
-				if causes := failedCauses(*v); !slices.Contains(causes, c.Cause) {
-					t.Errorf("%s failed with causes %v, not %s", e.Requirement, causes, c.Cause)
-				}
-				if c.Kind == Recorded {
-					return
-				}
-				base, _ := readRecording(t, c.Base)
-				if !strings.HasPrefix(c.Stack, base.Stack.Key+"+") {
-					t.Errorf("base %s is a run of %s, which %s does not vary", c.Base, base.Stack.Key, c.Stack)
-				}
-				for _, d := range imprecise(run, base, e.Requirement, x) {
-					t.Errorf("not precise: %s", d)
+				for _, p := range Judge(c, e.Requirement, run, base, x) {
+					t.Error(p)
 				}
 			})
 		}
@@ -126,49 +116,6 @@ func TestControlsRecordedRed(t *testing.T) {
 	if n == 0 {
 		t.Error("no recorded control")
 	}
-}
-
-// red says whether a verdict in state s is the spec saying fail: a failure,
-// explained by the expectations or not. Not implemented, skipped and
-// inconclusive are not: the spec did not say fail.
-func red(s verdicts.State) bool { return s == verdicts.Fail || s == verdicts.KnownDiscrepancy }
-
-func failedCauses(v verdicts.Verdict) []string {
-	var causes []string
-	for _, s := range v.Specs {
-		if s.State == verdicts.Fail {
-			causes = append(causes, verdicts.CauseOf(s))
-		}
-	}
-	return causes
-}
-
-// imprecise lists the requirements other than the control's whose verdict
-// on the mutant's run differs from the base run's, except where the base
-// stack's expectations say it varies between those states; empty when the
-// mutant breaks only its requirement. Requirements one of the runs does not
-// name are left out (added after one of them).
-func imprecise(mutant, base verdicts.Run, requirement string, x verdicts.ExpectationSet) []string {
-	rep := verdicts.Build([]verdicts.Run{mutant, base}, x, verdicts.Header{OwnClusters: true})
-	var out []string
-	for _, r := range rep.Requirements {
-		if r.ID == requirement {
-			continue
-		}
-		m, b := rep.Verdict(r.ID, mutant.Stack.Key), rep.Verdict(r.ID, base.Stack.Key)
-		if m == nil || b == nil || m.State == b.State {
-			continue
-		}
-		state := m.State
-		if state == verdicts.KnownDiscrepancy {
-			state = verdicts.Fail
-		}
-		if e := b.Expectation; e != nil && e.Verdict == verdicts.ExpectVaries && slices.Contains(e.Allowed(), state) {
-			continue
-		}
-		out = append(out, r.ID+": "+string(m.State)+" on "+mutant.Stack.Key+", "+string(b.State)+" on "+base.Stack.Key)
-	}
-	return out
 }
 
 // readRecording reads a run of judge/verdicts/testdata as the recorded
@@ -238,10 +185,10 @@ func TestControlsimprecise(t *testing.T) {
 		}
 		return m
 	}
-	if d := imprecise(mutate("DRA-TRANSIENT-RETRIED"), base, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
+	if d := Imprecise(mutate("DRA-TRANSIENT-RETRIED"), base, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
 		t.Errorf("one requirement mutated: %v", d)
 	}
-	d := imprecise(mutate("DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"), base, "DRA-TRANSIENT-RETRIED", x)
+	d := Imprecise(mutate("DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"), base, "DRA-TRANSIENT-RETRIED", x)
 	if len(d) != 1 || !strings.HasPrefix(d[0], "NRI-ERROR-STOPS-CHAIN: fail on containerd-1.37+mutant-test, pass on containerd-1.37") {
 		t.Errorf("two requirements mutated: %v", d)
 	}
@@ -257,7 +204,7 @@ func TestControlsimprecise(t *testing.T) {
 			break
 		}
 	}
-	if d := imprecise(m, cd136, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
+	if d := Imprecise(m, cd136, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
 		t.Errorf("a verdict the base expects to vary: %v", d)
 	}
 }
@@ -271,6 +218,7 @@ func TestControlsParse(t *testing.T) {
   - kind: mutant
     stack: containerd-1.37+mutant-x
     patch: clusters/patches/mutant-x/0001-kubelet-x.patch
+    patchOf: kubernetes
     recording: none recorded yet
     cause: started-unprepared
     breaks: b
@@ -289,7 +237,7 @@ func TestControlsParse(t *testing.T) {
 	control := func(fields string) string {
 		return "requirements:\n- id: DRA-TRANSIENT-RETRIED\n  controls:\n  - " + strings.ReplaceAll(strings.TrimSpace(fields), "\n", "\n    ") + "\n"
 	}
-	planned := "kind: mutant\nstack: containerd-1.37+mutant-x\npatch: clusters/patches/mutant-x/0001-kubelet-x.patch\nrecording: none recorded yet\ncause: started-unprepared\nbreaks: b\n"
+	planned := "kind: mutant\nstack: containerd-1.37+mutant-x\npatch: clusters/patches/mutant-x/0001-kubelet-x.patch\npatchOf: kubernetes\nrecording: none recorded yet\ncause: started-unprepared\nbreaks: b\n"
 	recorded := "kind: recorded\nstack: containerd-1.37\nrecording: full10-137-containerd\ncause: started-unprepared\nbreaks: b\n"
 	for name, c := range map[string]struct{ file, want string }{
 		"unknown field":        {control(planned + "reason: r"), "unknown field"},
@@ -313,7 +261,8 @@ func TestControlsParse(t *testing.T) {
 		"series not variant":   {control(strings.Replace(planned, "+mutant-x", "+mutant-y", 1)), "patch series mutant-x is not in the stack's variant"},
 		"mutant with mode":     {control(planned + `mode: "fakes/dra: m"`), "mode is for fake modes"},
 		"fake mode":            {control(strings.Replace(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1), "patch: clusters/patches/mutant-x/0001-kubelet-x.patch", "mode: dra misbehaves", 1)), "name the fake's folder first"},
-		"fake mode with patch": {control(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1) + `mode: "fakes/dra: m"`), "patch is for mutants"},
+		"fake mode with patch": {control(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1) + `mode: "fakes/dra: m"`), "patch and patchOf are for mutants"},
+		"patch of what":        {control(strings.Replace(planned, "patchOf: kubernetes", "patchOf: kubelet", 1)), `patchOf "kubelet"`},
 		"planned base":         {control(planned + "base: full10-137-containerd"), "base is for a recorded mutant"},
 		"recorded mutant base": {control(strings.Replace(planned, "none recorded yet", "mutant-x-containerd", 1)), "names the recording of the stack it mutates"},
 		"needs when recorded":  {control(recorded + "needs: n"), "needs is for a planned control"},
@@ -370,5 +319,46 @@ func TestControlsPatchesThere(t *testing.T) {
 		if !named[rel] {
 			t.Errorf("%s: a mutant series no control of controls.yaml names", rel)
 		}
+	}
+}
+
+// TestControlsE2EArgs: a mutant's stack says how faultline e2e builds it:
+// its runtime and release, a release its variant names, base series before
+// the mutant's own, each with the option of the component it patches; and
+// every mutant of the file has arguments.
+func TestControlsE2EArgs(t *testing.T) {
+	for _, tc := range []struct {
+		c    Control
+		area string
+		want string
+	}{
+		{Control{Kind: Mutant, Stack: "containerd-1.37+mutant-dra-taint-no-evict", PatchOf: "kubernetes",
+			Patch: "clusters/patches/mutant-dra-taint-no-evict/0001-kube-controller-manager-ignore-noexecute-device-taints.patch"}, "dra",
+			"--runtime containerd --kubernetes-version v1.37.2 --suite dra --kubernetes-patch ../../clusters/patches/mutant-dra-taint-no-evict/0001-kube-controller-manager-ignore-noexecute-device-taints.patch"},
+		{Control{Kind: Mutant, Stack: "containerd-1.37+nri-v0.12.5+mutant-nri-ignore-fail-request", PatchOf: "nri",
+			Patch: "clusters/patches/mutant-nri-ignore-fail-request/0001-nri-ignore-fail-request-policy.patch"}, "nri",
+			"--runtime containerd --kubernetes-version v1.37.2 --suite nri --nri-version v0.12.5 --nri-patch ../../clusters/patches/mutant-nri-ignore-fail-request/0001-nri-ignore-fail-request-policy.patch"},
+		{Control{Kind: Mutant, Stack: "crio-1.37+crio-keep-timed-out-sandbox+mutant-crio-status-unclaimed-sandbox", PatchOf: "crio",
+			Patch: "clusters/patches/mutant-crio-status-unclaimed-sandbox/0001-crio-status-answers-held-sandbox.patch"}, "cri",
+			"--runtime crio --kubernetes-version v1.37.2 --suite cri --crio-patch ../../clusters/patches/crio-keep-timed-out-sandbox/0001-crio-keep-timed-out-sandbox.patch --crio-patch ../../clusters/patches/mutant-crio-status-unclaimed-sandbox/0001-crio-status-answers-held-sandbox.patch"},
+	} {
+		args, err := tc.c.E2EArgs(repoRoot, tc.area)
+		if got := strings.Join(args, " "); err != nil || got != tc.want {
+			t.Errorf("%s: %q, %v\nwant %q", tc.c.Stack, got, err, tc.want)
+		}
+	}
+	for _, e := range All() {
+		req, _ := requirements.Lookup(e.Requirement)
+		for _, c := range e.Controls {
+			if c.Kind != Mutant {
+				continue
+			}
+			if _, err := c.E2EArgs(repoRoot, req.Area); err != nil {
+				t.Errorf("%s on %s: %v", e.Requirement, c.Stack, err)
+			}
+		}
+	}
+	if _, err := (Control{Kind: Recorded, Stack: "containerd-1.37"}).E2EArgs(repoRoot, "dra"); err == nil {
+		t.Error("a recorded control has no build of faultline's")
 	}
 }
