@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -131,4 +132,22 @@ func fakeRuntimeTree(t *testing.T, version string) string {
 		t.Fatal(err)
 	}
 	return dir
+}
+
+// TestLinkedVersionOfAPatchedRelease: a dependency replaced by a release
+// links that release; one replaced by a directory (--nri-patch's tree)
+// links the release the tree was made from, not "(devel)".
+func TestLinkedVersionOfAPatchedRelease(t *testing.T) {
+	for _, tc := range []struct {
+		d    debug.Module
+		want string
+	}{
+		{debug.Module{Path: NRIModule, Version: "v0.12.3"}, "v0.12.3"},
+		{debug.Module{Path: NRIModule, Version: "v0.12.3", Replace: &debug.Module{Path: NRIModule, Version: "v0.12.5"}}, "v0.12.5"},
+		{debug.Module{Path: NRIModule, Version: "v0.12.3", Replace: &debug.Module{Path: "/cache/src/nri-v0.12.3-abc", Version: "(devel)"}}, "v0.12.3"},
+	} {
+		if got := linkedVersion(&tc.d); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.d, got, tc.want)
+		}
+	}
 }
