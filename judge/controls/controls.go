@@ -83,6 +83,10 @@ type Control struct {
 	// Breaks says in a sentence or two what the stack does that breaks
 	// the requirement.
 	Breaks string `json:"breaks"`
+	// AlsoChanges are the requirements whose verdict the mutant changes
+	// too, because no mutant can break its requirement alone (breaks says
+	// why): the precision check leaves them out, and nothing else.
+	AlsoChanges []string `json:"alsoChanges,omitempty"`
 	// Needs says, for a planned control, what faultline must first be able
 	// to build or deploy to run it ("" when it can today).
 	Needs string `json:"needs,omitempty"`
@@ -338,6 +342,16 @@ func checkControl(where string, req requirements.Requirement, known bool, c Cont
 		case err == nil && !slices.Contains(strings.Split(variant, "+"), m[1]):
 			bad("patch series %s is not in the stack's variant %q", m[1], variant)
 		}
+	}
+	for _, id := range c.AlsoChanges {
+		if _, ok := requirements.Lookup(id); !ok || id == req.ID {
+			bad("alsoChanges %s: want another requirement of the catalogue", id)
+		}
+	}
+	if len(c.AlsoChanges) > 0 && c.Kind == Recorded {
+		bad("alsoChanges is for mutants and fake modes")
+	}
+	switch c.Kind {
 	case FakeMode:
 		if c.Patch != "" || c.PatchOf != "" {
 			bad("patch and patchOf are for mutants")

@@ -185,10 +185,13 @@ func TestControlsimprecise(t *testing.T) {
 		}
 		return m
 	}
-	if d := Imprecise(mutate("DRA-TRANSIENT-RETRIED"), base, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
+	if d := Imprecise(mutate("DRA-TRANSIENT-RETRIED"), base, []string{"DRA-TRANSIENT-RETRIED"}, x); len(d) != 0 {
 		t.Errorf("one requirement mutated: %v", d)
 	}
-	d := Imprecise(mutate("DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"), base, "DRA-TRANSIENT-RETRIED", x)
+	if d := Imprecise(mutate("DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"), base, []string{"DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"}, x); len(d) != 0 {
+		t.Errorf("a change the control declares (alsoChanges) is no imprecision: %v", d)
+	}
+	d := Imprecise(mutate("DRA-TRANSIENT-RETRIED", "NRI-ERROR-STOPS-CHAIN"), base, []string{"DRA-TRANSIENT-RETRIED"}, x)
 	if len(d) != 1 || !strings.HasPrefix(d[0], "NRI-ERROR-STOPS-CHAIN: fail on containerd-1.37+mutant-test, pass on containerd-1.37") {
 		t.Errorf("two requirements mutated: %v", d)
 	}
@@ -204,7 +207,7 @@ func TestControlsimprecise(t *testing.T) {
 			break
 		}
 	}
-	if d := Imprecise(m, cd136, "DRA-TRANSIENT-RETRIED", x); len(d) != 0 {
+	if d := Imprecise(m, cd136, []string{"DRA-TRANSIENT-RETRIED"}, x); len(d) != 0 {
 		t.Errorf("a verdict the base expects to vary: %v", d)
 	}
 }
@@ -262,6 +265,8 @@ func TestControlsParse(t *testing.T) {
 		"mutant with mode":     {control(planned + `mode: "fakes/dra: m"`), "mode is for fake modes"},
 		"fake mode":            {control(strings.Replace(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1), "patch: clusters/patches/mutant-x/0001-kubelet-x.patch", "mode: dra misbehaves", 1)), "name the fake's folder first"},
 		"fake mode with patch": {control(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1) + `mode: "fakes/dra: m"`), "patch and patchOf are for mutants"},
+		"also changes itself":  {control(planned + "alsoChanges: [DRA-TRANSIENT-RETRIED]"), "want another requirement"},
+		"also changes nothing": {control(planned + "alsoChanges: [DRA-NOPE]"), "want another requirement"},
 		"patch of what":        {control(strings.Replace(planned, "patchOf: kubernetes", "patchOf: kubelet", 1)), `patchOf "kubelet"`},
 		"planned base":         {control(planned + "base: full10-137-containerd"), "base is for a recorded mutant"},
 		"recorded mutant base": {control(strings.Replace(planned, "none recorded yet", "mutant-x-containerd", 1)), "names the recording of the stack it mutates"},

@@ -26,7 +26,7 @@ func Judge(c Control, requirement string, run verdicts.Run, base *verdicts.Run, 
 		problems = append(problems, requirement+" failed with causes "+listOrNone(causes)+", not "+c.Cause)
 	}
 	if base != nil {
-		for _, d := range Imprecise(run, *base, requirement, x) {
+		for _, d := range Imprecise(run, *base, append([]string{requirement}, c.AlsoChanges...), x) {
 			problems = append(problems, "not precise: "+d)
 		}
 	}
@@ -56,17 +56,18 @@ func FailedCauses(v verdicts.Verdict) []string {
 	return causes
 }
 
-// Imprecise lists the requirements other than the control's whose verdict
+// Imprecise lists the requirements other than the control's (and those it
+// declares it changes too) whose verdict
 // on the mutant's run differs from the base run's, except where the base
 // stack's expectations say it varies between those states; empty when the
 // mutant breaks only its requirement. Requirements one of the runs does not
 // name are left out (added after one of them, or outside the suites the
 // mutant's run selected).
-func Imprecise(mutant, base verdicts.Run, requirement string, x verdicts.ExpectationSet) []string {
+func Imprecise(mutant, base verdicts.Run, requirements []string, x verdicts.ExpectationSet) []string {
 	rep := verdicts.Build([]verdicts.Run{mutant, base}, x, verdicts.Header{OwnClusters: true})
 	var out []string
 	for _, r := range rep.Requirements {
-		if r.ID == requirement {
+		if slices.Contains(requirements, r.ID) {
 			continue
 		}
 		m, b := rep.Verdict(r.ID, mutant.Stack.Key), rep.Verdict(r.ID, base.Stack.Key)
