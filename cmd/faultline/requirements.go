@@ -28,6 +28,8 @@ func init() {
 type requirementWithControls struct {
 	requirements.Requirement
 	Controls []controls.Control `json:"controls"`
+	// NoHonestControl says why no control can be both honest and precise.
+	NoHonestControl string `json:"noHonestControl,omitempty"`
 }
 
 // writeRequirements prints the catalogue in format, each requirement with
@@ -40,7 +42,7 @@ func writeRequirements(w io.Writer, format string) error {
 		out := make([]requirementWithControls, 0, len(all))
 		for _, r := range all {
 			cs, _ := controls.For(r.ID)
-			out = append(out, requirementWithControls{Requirement: r, Controls: cs})
+			out = append(out, requirementWithControls{Requirement: r, Controls: cs, NoHonestControl: controls.NoHonestControl(r.ID)})
 		}
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -53,7 +55,7 @@ func writeRequirements(w io.Writer, format string) error {
 		}
 		return nil
 	case "text":
-		recorded := 0
+		recorded, noHonest := 0, 0
 		for _, r := range all {
 			fmt.Fprintf(w, "%-38s %-9s %s\n%-48s source: %s <%s>\n", r.ID, r.Area, r.Title, "", r.Source, r.Link)
 			cs, _ := controls.For(r.ID)
@@ -63,9 +65,13 @@ func writeRequirements(w io.Writer, format string) error {
 			for _, c := range cs {
 				fmt.Fprintf(w, "%-48s control: %s\n", "", c.Summary())
 			}
+			if why := controls.NoHonestControl(r.ID); why != "" {
+				noHonest++
+				fmt.Fprintf(w, "%-48s no honest control: %s\n", "", why)
+			}
 		}
-		fmt.Fprintf(w, "\n%d of %d requirements have a recorded red control (judge/controls/controls.yaml); %d have none recorded yet, only a planned one.\n",
-			recorded, len(all), len(all)-recorded)
+		fmt.Fprintf(w, "\n%d of %d requirements have a recorded red control (judge/controls/controls.yaml); %d have none recorded yet, of which %d have no honest one.\n",
+			recorded, len(all), len(all)-recorded, noHonest)
 		return nil
 	}
 	return usageError{fmt.Errorf("-o %q: want text, markdown or json", format)}

@@ -146,7 +146,7 @@ func Line(id string) string {
 		return strings.Join(recorded, "; ")
 	}
 	line := NoneRecorded
-	if why := byID[id].NoHonestControl; why != "" {
+	if why := NoHonestControl(id); why != "" {
 		line += "; no honest control: " + why
 	}
 	if len(planned) > 0 {
@@ -205,6 +205,9 @@ func For(id string) ([]Control, bool) {
 	e, ok := byID[id]
 	return slices.Clone(e.Controls), ok
 }
+
+// NoHonestControl says why requirement id has no honest control, or "".
+func NoHonestControl(id string) string { return byID[id].NoHonestControl }
 
 // Missing returns the catalogue's requirements without an entry, in the
 // catalogue's order: each is a requirement nothing shows able to fail.
