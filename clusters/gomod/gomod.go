@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -73,6 +75,11 @@ type Module struct {
 	Version  string
 	Source   string
 	Replaces []Replace
+	// Also are further requirements (path => version): a dependency a
+	// replace by a directory stands for, at the release the directory was
+	// made from, so that the module graph and the binary's build
+	// information name that release.
+	Also map[string]string
 }
 
 // GoMod renders the module's go.mod.
@@ -98,6 +105,11 @@ func (m Module) GoMod(goVersion string) ([]byte, error) {
 	}
 	if err := f.AddRequire(m.Require, version); err != nil {
 		return nil, err
+	}
+	for _, path := range slices.Sorted(maps.Keys(m.Also)) {
+		if err := f.AddRequire(path, m.Also[path]); err != nil {
+			return nil, err
+		}
 	}
 	for _, r := range m.Replaces {
 		if err := f.AddReplace(r.Old, "", r.New, r.Version); err != nil {

@@ -88,3 +88,20 @@ func TestRequiredVersion(t *testing.T) {
 		t.Error("no error for a module go.mod does not require")
 	}
 }
+
+// TestModuleAlsoRequires: a dependency a directory replace stands for is
+// required at the release the directory was made from.
+func TestModuleAlsoRequires(t *testing.T) {
+	m := Module{Require: "github.com/containerd/containerd/v2", Version: "v2.4.2",
+		Replaces: []Replace{{Old: "github.com/containerd/nri", New: "/cache/src/nri-v0.12.5-abc"}},
+		Also:     map[string]string{"github.com/containerd/nri": "v0.12.5"}}
+	data, err := m.GoMod("1.24")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"github.com/containerd/nri v0.12.5", "github.com/containerd/nri => /cache/src/nri-v0.12.5-abc"} {
+		if !strings.Contains(string(data), want) {
+			t.Errorf("go.mod lacks %q:\n%s", want, data)
+		}
+	}
+}

@@ -137,7 +137,9 @@ func (b *Builder) Plan(ctx context.Context) (Plan, error) {
 			if err != nil {
 				return Plan{}, err
 			}
-			sourceID += "+" + d.Module + "@" + d.Version + ":" + id
+			// "required": the build requires the release it patches
+			// (the key of builds before it linked the runtime's own).
+			sourceID += "+" + d.Module + "@" + d.Version + ":" + id + ":required"
 		}
 		key := componentKey(c, b.goVersion, sourceID)
 		keys["component/"+c.Name] = key
@@ -377,14 +379,20 @@ func (b *Builder) buildComponent(ctx context.Context, c GoComponent, out string)
 		}
 		c.Source = tree
 	}
+	also := map[string]string{}
 	for _, d := range c.PatchedDeps {
 		replace, err := b.patchedDep(ctx, c, d)
 		if err != nil {
 			return err
 		}
 		c.Replaces = append(c.Replaces, replace)
+		if d.Version != "" {
+			// Another release than the runtime requires: the build
+			// requires it, so the binary says which (RuntimeModuleVersion).
+			also[d.Module] = d.Version
+		}
 	}
-	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source, Replaces: c.Replaces}
+	mod := gomod.Module{Require: c.Module, Version: c.Version, Source: c.Source, Replaces: c.Replaces, Also: also}
 	env := append([]string{"GOFLAGS=-mod=mod"}, c.Env...)
 	if c.StagingReplaces {
 		replaces, err := kubernetesStagingReplaces(ctx, c)
