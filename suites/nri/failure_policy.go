@@ -271,9 +271,11 @@ var _ = describe("NRI required plugin that times out", framework.WithFeature(fea
 		stalled := eventuallyAnswered(ctx, node, required, pod, "CreateContainer", podStart+stallFor())
 		first := stalled[0]
 		gomega.Expect(first.Result).To(gomega.Equal(record.Stalled), nriclient.FormatEvents(stalled))
-		gomega.Expect(first.Interrupted).To(gomega.BeTrueBecause(
-			"the runtime must give up on %s after its request timeout (%s) and drop it (NRI-STALLED-PLUGIN-DROPPED), or this spec cannot see what the validator makes of a plugin that timed out:\n%s",
-			required, timeout, nriclient.FormatEvents(stalled)))
+		// A runtime that kept the plugin breaks NRI-STALLED-PLUGIN-DROPPED,
+		// and that spec says so; this one then has no timed-out plugin to
+		// ask the validator about: inconclusive, never a pass or ours.
+		harness.Premise("the runtime dropped "+required.String()+" at its request timeout ("+timeout.String()+")", first.Interrupted,
+			"NRI-STALLED-PLUGIN-DROPPED checks the drop itself; the plugin's record:\n"+nriclient.FormatEvents(stalled))
 		attempt := first.ContainerID
 		ginkgo.By(fmt.Sprintf("the runtime dropped %s after %s in CreateContainer of container %.12s",
 			required, first.End.Sub(first.Start).Round(time.Millisecond), attempt))
