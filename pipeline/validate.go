@@ -262,12 +262,13 @@ func (o Options) checkNodeImageSources(bad *OptionErrors) {
 		field   string
 		patches []string
 		runtime string // the runtime whose release it patches; "" every stack's
-		src     string // the option that builds that release from a checkout
+		// srcField builds that release from a checkout instead, src is its value
+		srcField, src string
 	}{
-		{"KubernetesPatches", o.KubernetesPatches, "", o.KubernetesSrc},
-		{"ContainerdPatches", o.ContainerdPatches, "containerd", o.ContainerdSrc},
-		{"CRIOPatches", o.CRIOPatches, "crio", ""},
-		{"NRIPatches", o.NRIPatches, "", ""},
+		{"KubernetesPatches", o.KubernetesPatches, "", "KubernetesSrc", o.KubernetesSrc},
+		{"ContainerdPatches", o.ContainerdPatches, "containerd", "ContainerdSrc", o.ContainerdSrc},
+		{"CRIOPatches", o.CRIOPatches, "crio", "", ""},
+		{"NRIPatches", o.NRIPatches, "", "", ""},
 	} {
 		if len(series.patches) == 0 {
 			continue
@@ -276,8 +277,7 @@ func (o Options) checkNodeImageSources(bad *OptionErrors) {
 			bad.add(series.field, "%s builds a node image; it does not go with %s", option("NodeImage"))
 		}
 		if series.src != "" {
-			src := map[string]string{"KubernetesPatches": "KubernetesSrc", "ContainerdPatches": "ContainerdSrc"}[series.field]
-			bad.add(series.field, "%s applies to the pinned release; with %s, apply it to the checkout", option(src))
+			bad.add(series.field, "%s applies to the pinned release; with %s, apply it to the checkout", option(series.srcField))
 		}
 		if series.runtime != "" && !has[series.runtime] {
 			bad.add(series.field, "%s is for %s "+series.runtime, option("Runtimes"))
