@@ -24,6 +24,20 @@ func unresponsiveSpec(duration string) string {
 	return `{"apiVersion":"faultline.k8s.io/v1alpha1","kind":"FaultSpec","service":[{"type":"Unresponsive","duration":"` + duration + `"}]}`
 }
 
+// deleteSlices deletes every published slice, as the kubelet does.
+func (h *harness) deleteSlices() {
+	h.t.Helper()
+	list, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	for _, s := range list.Items {
+		if err := h.client.ResourceV1().ResourceSlices().Delete(h.ctx, s.Name, metav1.DeleteOptions{}); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
 func (h *harness) slices() int {
 	h.t.Helper()
 	list, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
@@ -84,15 +98,7 @@ func TestUnresponsive(t *testing.T) {
 		t.Errorf("the registration socket must stay: %v", err)
 	}
 	// The kubelet removes the slices; a stopped driver does not put them back.
-	list, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list.Items {
-		if err := h.client.ResourceV1().ResourceSlices().Delete(h.ctx, s.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.deleteSlices()
 	if n := h.slices(); n != 0 {
 		t.Fatalf("%d slices after the deletion", n)
 	}
@@ -187,15 +193,7 @@ func TestSlicesBackAfterAQuickDelete(t *testing.T) {
 		}
 		return ""
 	})
-	list, err := h.client.ResourceV1().ResourceSlices().List(h.ctx, metav1.ListOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range list.Items {
-		if err := h.client.ResourceV1().ResourceSlices().Delete(h.ctx, s.Name, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.deleteSlices()
 	deleted := time.Now()
 	if n := h.slices(); n != 0 {
 		t.Fatalf("%d slices after the deletion", n)
