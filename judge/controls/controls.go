@@ -345,6 +345,13 @@ func checkControl(where string, req requirements.Requirement, known bool, c Cont
 		case err == nil && !slices.Contains(strings.Split(variant, "+"), m[1]):
 			bad("patch series %s is not in the stack's variant %q", m[1], variant)
 		}
+	case FakeMode:
+		if c.Patch != "" || c.PatchOf != "" {
+			bad("patch and patchOf are for mutants")
+		}
+		if !strings.HasPrefix(c.Mode, "fakes/") {
+			bad("mode %q: name the fake's folder first (fakes/dra: ...)", c.Mode)
+		}
 	}
 	for _, id := range c.AlsoChanges {
 		if _, ok := requirements.Lookup(id); !ok || id == req.ID {
@@ -353,15 +360,6 @@ func checkControl(where string, req requirements.Requirement, known bool, c Cont
 	}
 	if len(c.AlsoChanges) > 0 && c.Kind == Recorded {
 		bad("alsoChanges is for mutants and fake modes")
-	}
-	switch c.Kind {
-	case FakeMode:
-		if c.Patch != "" || c.PatchOf != "" {
-			bad("patch and patchOf are for mutants")
-		}
-		if !strings.HasPrefix(c.Mode, "fakes/") {
-			bad("mode %q: name the fake's folder first (fakes/dra: ...)", c.Mode)
-		}
 	}
 	return errs
 }
