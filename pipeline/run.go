@@ -537,7 +537,7 @@ func (r *run) writeReport(ctx context.Context) error {
 	}
 	r.screenshot(ctx)
 	if err := rep.Err(o.AllowIncomplete); err != nil {
-		return fmt.Errorf("%w (%s)", err, filepath.Join(o.Artifacts, report.MarkdownFile))
+		return fmt.Errorf("%w\n  the whole story: %s", err, filepath.Join(o.Artifacts, report.MarkdownFile))
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/vocab/wire"
@@ -132,13 +133,41 @@ func (r *Report) Complete() bool { return len(r.NotChecked()) == 0 }
 // than it selected, unless allowIncomplete; else nil.
 func (r *Report) Err(allowIncomplete bool) error {
 	if !r.OK() {
-		return fmt.Errorf("%w: %d verdict(s) and %d setup failure(s) the expectations do not allow", ErrUnexpected, len(r.Unexpected()), len(r.SetupFailures))
+		return fmt.Errorf("%w: %d verdict(s) and %d setup failure(s) the expectations do not allow%s", ErrUnexpected, len(r.Unexpected()), len(r.SetupFailures), r.listUnexpected())
 	}
 	if !allowIncomplete && !r.Complete() {
 		c := r.Count()
 		return fmt.Errorf("%w: %d of %d requirements checked, %d skipped or inconclusive", ErrIncomplete, c.Checked, c.Selected, c.Selected-c.Checked)
 	}
 	return nil
+}
+
+// listUnexpected names what made the run fail, a line each, so that the
+// last lines of a run's output (often all a CI log shows) say which
+// verdict to look at; report.md has the whole story.
+func (r *Report) listUnexpected() string {
+	var b strings.Builder
+	for _, v := range r.Unexpected() {
+		fmt.Fprintf(&b, "\n  %s on %s: %s", v.Requirement, v.Stack, clip(v.Unexpected, 400))
+	}
+	for _, f := range r.SetupFailures {
+		fmt.Fprintf(&b, "\n  setup on %s: %s: %s", f.Stack, f.Name, clip(f.Message, 400))
+	}
+	return b.String()
+}
+
+// clip cuts s to its first line and at most n bytes.
+func clip(s string, n int) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i] + " …"
+	}
+	if len(s) > n {
+		for n > 0 && !utf8.RuneStart(s[n]) {
+			n--
+		}
+		s = s[:n] + " …"
+	}
+	return s
 }
 
 // rank orders states from worst to best: a requirement with several specs,

@@ -2,11 +2,12 @@ package verdicts
 
 import (
 	"fmt"
-	"github.com/faultline-k8s/faultline/vocab/wire"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/wire"
 )
 
 // spec is a spec's result; a failed one has the first cause its first
@@ -162,6 +163,25 @@ func TestSetupFailuresAreUnexpected(t *testing.T) {
 	rep := Build([]Run{run}, nil, Header{})
 	if rep.OK() || len(rep.SetupFailures) != 1 {
 		t.Errorf("%+v", rep)
+	}
+	if err := rep.Err(false); err == nil || !strings.Contains(err.Error(), "setup on crio-1.36: [SynchronizedBeforeSuite]: no cluster") {
+		t.Errorf("the error does not name the setup failure: %v", err)
+	}
+}
+
+// A CI log often shows only a run's last lines: the error names each
+// verdict that failed the run, on a line of its own, clipped.
+func TestErrNamesTheUnexpectedVerdicts(t *testing.T) {
+	rep := &Report{Verdicts: []Verdict{
+		{Requirement: "DRA-TRANSIENT-RETRIED", Stack: "crio-1.37", Unexpected: "fail (cause x)\nand a long story"},
+		{Requirement: "DRA-PERMANENT-FAILS-POD", Stack: "crio-1.37"},
+		{Requirement: "CRI-SANDBOX-RETRY-GETS-FIRST", Stack: "containerd-1.37", Unexpected: strings.Repeat("é", 400)},
+	}}
+	msg := rep.Err(false).Error()
+	lines := strings.Split(msg, "\n")
+	if len(lines) != 3 || lines[1] != "  DRA-TRANSIENT-RETRIED on crio-1.37: fail (cause x) …" ||
+		!strings.HasPrefix(lines[2], "  CRI-SANDBOX-RETRY-GETS-FIRST on containerd-1.37: éé") || !utf8.ValidString(lines[2]) || len(lines[2]) > 500 {
+		t.Errorf("%q", msg)
 	}
 }
 
