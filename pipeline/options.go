@@ -14,6 +14,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
 	"github.com/faultline-k8s/faultline/vocab/versions"
@@ -83,6 +84,10 @@ type Options struct {
 	ContainerdPatches, CRIOPatches, NRIPatches []string
 	// FeatureGates are set on every Kubernetes component of new clusters.
 	FeatureGates map[string]bool
+	// FakeModes are documented misbehaviours of the fakes
+	// (vocab/fakemodes), for negative controls: the suites deploy the
+	// fakes with them, and the stacks' keys name them.
+	FakeModes []string
 	// Workers is the number of worker nodes of new clusters beside the
 	// control plane (0: one node).
 	Workers int
@@ -240,8 +245,8 @@ func (o *Options) clusterName(st Stack) string {
 // stack, for the stack keys (wire.StackKey) and so the expectations:
 // "nri-v0.12.5" for --nri-version, the patch series' names of
 // --kubernetes-patch and --nri-patch, "feature-gates" for gates without
-// patches, and "multinode" for clusters with workers; "" when it changes
-// nothing. variantOf adds what changes one runtime's stacks only.
+// patches, "multinode" for clusters with workers, and "fake-<mode>" for
+// each --fake-mode; "" when it changes nothing. variantOf adds what changes one runtime's stacks only.
 func (o *Options) Variant() string {
 	var parts []string
 	if o.Workers > 0 {
@@ -257,6 +262,9 @@ func (o *Options) Variant() string {
 	}
 	if name := PatchSeriesName(o.NRIPatches); name != "" {
 		parts = append(parts, name)
+	}
+	for _, m := range o.FakeModes {
+		parts = append(parts, fakemodes.VariantPart(m))
 	}
 	return strings.Join(parts, "+")
 }

@@ -287,7 +287,7 @@ func (r *run) bringUp(ctx context.Context, index int, st Stack, c stackCluster, 
 		Name: name, Runtime: st.Runtime, NodeImage: nodeImage,
 		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
 		FeatureGates: o.FeatureGates, KubernetesVersion: st.Kubernetes, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
-		CgroupV1: kindcluster.HostIsCgroupV1(),
+		FakeModes: o.FakeModes, CgroupV1: kindcluster.HostIsCgroupV1(),
 	}
 	err := r.stages.Run(label, "create cluster", func() error {
 		exists, err := r.b.ClusterExists(ctx, name)

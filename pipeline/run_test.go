@@ -811,6 +811,7 @@ func TestVariant(t *testing.T) {
 		{Options{FeatureGates: map[string]bool{"X": true}}, "feature-gates"},
 		{Options{NRIVersion: "v0.12.5", KubernetesPatches: []string{"a/kep/0001-x.patch"}}, "nri-v0.12.5+kep"},
 		{Options{Workers: 2}, "multinode"},
+		{Options{KubernetesPatches: []string{"a/kep/0001-x.patch"}, FakeModes: []string{"dra-first-device-only"}}, "kep+fake-dra-first-device-only"},
 	} {
 		if got := tc.o.Variant(); got != tc.want {
 			t.Errorf("Variant of %+v = %q, want %q", tc.o, got, tc.want)
@@ -947,6 +948,9 @@ func TestValidateRefusesBadInputBeforeAnyStage(t *testing.T) {
 		"negative timeout":       {func(o *Options) { o.RuntimeRequestTimeout = -time.Second }, "RuntimeRequestTimeout"},
 		"long cluster name":      {func(o *Options) { o.ClusterName = strings.Repeat("a", 60) }, "ClusterName"},
 		"path as a cluster name": {func(o *Options) { o.ClusterName = "../victim" }, "ClusterName"},
+		"unknown fake mode":      {func(o *Options) { o.FakeModes = []string{"dra-crash"} }, `fake mode "dra-crash": want one of dra-first-device-only`},
+		"empty fake mode":        {func(o *Options) { o.FakeModes = []string{""} }, `fake mode ""`},
+		"fake mode twice":        {func(o *Options) { o.FakeModes = []string{"dra-first-device-only", "dra-first-device-only"} }, "named twice"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := testOptions(t)

@@ -14,6 +14,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/judge/expectations"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/versions"
 )
@@ -200,7 +201,22 @@ func (o Options) problems() OptionErrors {
 	}
 	o.checkRuntimeSources(&bad)
 	o.checkNewClusters(&bad)
+	o.checkFakeModes(&bad)
 	return bad
+}
+
+// checkFakeModes checks the fakes' misbehaviours: known ones, each once,
+// and on a cluster faultline makes, whose facts carry them to the suites.
+func (o Options) checkFakeModes(bad *OptionErrors) {
+	if len(o.FakeModes) == 0 {
+		return
+	}
+	if err := fakemodes.Check(o.FakeModes, ""); err != nil {
+		bad.add("FakeModes", "%s: %v", err)
+	}
+	if o.Kubeconfig != "" {
+		bad.add("FakeModes", "%s is for a cluster faultline makes (its facts carry the modes to the suites); it does not go with %s", option("Kubeconfig"))
+	}
 }
 
 // checkReleases checks the Kubernetes releases and what goes with them; it

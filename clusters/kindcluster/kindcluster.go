@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -130,6 +131,10 @@ type Settings struct {
 	// Variant names what the node image changed on the pinned releases
 	// (vocab/facts Facts.Variant).
 	Variant string
+	// FakeModes are the misbehaviours the suites run the fakes with
+	// (vocab/facts Facts.FakeModes); a kept cluster is reused only for the
+	// same ones.
+	FakeModes []string
 	// CgroupV1 hosts need failCgroupV1: false, or Kubernetes 1.35+ kubelets refuse to start.
 	CgroupV1 bool
 	// Retain keeps the nodes of a failed create, to look inside them.
@@ -416,6 +421,7 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (fact
 		NRIVersion:             s.NRIVersion,
 		Workers:                s.Workers,
 		Variant:                s.Variant,
+		FakeModes:              s.FakeModes,
 		FeatureGates:           s.FeatureGates,
 		CreatedBy:              facts.CreatedByFaultline,
 	}
@@ -469,6 +475,10 @@ func checkFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (facts
 	// Zero workers asks for a one-node cluster, so it is compared too.
 	if f.Workers != s.Workers {
 		lines = append(lines, fmt.Sprintf("workers: the cluster has %d, the run asks for %d", f.Workers, s.Workers))
+	}
+	// So are the fake modes: none asks for a cluster without any.
+	if !slices.Equal(f.FakeModes, s.FakeModes) {
+		lines = append(lines, fmt.Sprintf("fake modes: the cluster has %q, the run asks for %q", f.FakeModes, s.FakeModes))
 	}
 	if len(lines) > 0 {
 		return f, fmt.Errorf("cluster %q was made with other settings than this run asks for:\n  %s", s.Name, strings.Join(lines, "\n  "))

@@ -308,6 +308,12 @@ func TestRecordAndCheckFacts(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "node image:") || !strings.Contains(err.Error(), "runtime-request-timeout: the cluster has 30s, the run asks for 10s") {
 		t.Fatalf("mismatch err = %v", err)
 	}
+	// A kept cluster serves only a run with its fake modes: the suites
+	// deploy the fakes by them, and the stack key names them.
+	_, err = checkFacts(ctx, cs, Settings{Name: "x", Runtime: crio, NodeImage: "faultline/node-crio:k", FakeModes: []string{"dra-first-device-only"}})
+	if err == nil || !strings.Contains(err.Error(), `fake modes: the cluster has [], the run asks for ["dra-first-device-only"]`) {
+		t.Fatalf("fake modes: err = %v", err)
+	}
 	// A node image of the wrong runtime is caught before any fact is written.
 	other := fake.NewClientset(node("y-control-plane", "containerd://v2.4.2"))
 	if _, err := recordFacts(ctx, other, s); err == nil || !strings.Contains(err.Error(), "nodes run containerd, not crio") {

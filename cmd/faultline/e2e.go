@@ -13,6 +13,7 @@ import (
 	"github.com/faultline-k8s/faultline/pipeline"
 	"github.com/faultline-k8s/faultline/suites/all"
 	"github.com/faultline-k8s/faultline/vocab/facts"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/versions"
 )
@@ -54,12 +55,13 @@ func init() {
 			fs.Var(&kubes, "kubernetes-version", "Kubernetes releases of the node images: "+strings.Join(versions.Kubernetes(), ", ")+" or all (default the first); each runtime runs on each, side by side; repeatable or comma-separated")
 			fs.StringVar(&o.KubernetesSrc, "kubernetes-src", "", "build Kubernetes from this checkout instead of the pinned release")
 			fs.StringVar(&o.NRIVersion, "nri-version", "", "build the runtimes with this github.com/containerd/nri release instead of their own (e.g. v0.12.5)")
-			var patches, gates, ctdPatches, crioPatches, nriPatches listFlag
+			var patches, gates, ctdPatches, crioPatches, nriPatches, fakeModes listFlag
 			fs.Var(&patches, "kubernetes-patch", "apply this patch (git diff format, relative to a kubernetes checkout) to the pinned Kubernetes releases before building them (e.g. clusters/patches/kep-5322/0001-kubelet-dra-permanent-failures.patch); repeatable, applied in order; the stacks' keys name the series")
 			fs.IntVar(&o.Workers, "workers", 0, "worker nodes of new clusters beside the control plane (0: one node); pods network across nodes; the stacks' keys say multinode")
 			fs.Var(&ctdPatches, "containerd-patch", "apply this patch (git diff format, relative to a containerd checkout) to the containerd release the containerd stacks build; repeatable, applied in order; their keys name the series")
 			fs.Var(&crioPatches, "crio-patch", "apply this patch (git diff format, relative to a cri-o checkout) to the pinned CRI-O release; repeatable, applied in order; the CRI-O stacks' keys name the series")
 			fs.Var(&nriPatches, "nri-patch", "apply this patch (git diff format, relative to a containerd/nri checkout) to the NRI release each runtime is built with (its own, or --nri-version); repeatable, applied in order; the stacks' keys name the series")
+			fs.Var(&fakeModes, "fake-mode", "run the fakes with this documented misbehaviour ("+strings.Join(fakeModeNames(), ", ")+"), for a negative control (judge/controls): the stacks' keys name it; repeatable or comma-separated")
 			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.StringVar(&o.ContainerdVersion, "containerd-version", "", "build this containerd release (one the Go module proxy serves, e.g. v2.3.7) instead of the pinned one; the containerd stacks' variant names it")
@@ -78,6 +80,7 @@ func init() {
 				o.KubernetesVersions = splitKeepEmpty(kubes)
 				o.KubernetesPatches = patches
 				o.ContainerdPatches, o.CRIOPatches, o.NRIPatches = ctdPatches, crioPatches, nriPatches
+				o.FakeModes = splitKeepEmpty(fakeModes)
 				if o.FeatureGates, err = facts.ParseGates(gates...); err != nil {
 					return usageError{fmt.Errorf("--feature-gates: %w", err)}
 				}
@@ -143,6 +146,15 @@ type cleanupKey struct{}
 func withSignals(parent context.Context) (context.Context, *interrupt.Signals) {
 	s := interrupt.Watch(parent, os.Stderr)
 	return context.WithValue(s.Work, cleanupKey{}, s.Cleanup), s
+}
+
+// fakeModeNames are the --fake-mode values, for its usage.
+func fakeModeNames() []string {
+	var names []string
+	for _, m := range fakemodes.All() {
+		names = append(names, m.Name)
+	}
+	return names
 }
 
 // splitKeepEmpty flattens repeated and comma-separated values, keeping the

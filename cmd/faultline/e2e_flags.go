@@ -33,6 +33,7 @@ var e2eFlags = map[string]string{
 	"NRIPatches":            "--nri-patch",
 	"Workers":               "--workers",
 	"FeatureGates":          "--feature-gates",
+	"FakeModes":             "--fake-mode",
 	"ContainerdSrc":         "--containerd-src",
 	"ContainerdVersion":     "--containerd-version",
 	"RuntimeRequestTimeout": "--runtime-request-timeout",

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/versions"
 )
@@ -67,7 +68,8 @@ type Control struct {
 	// PatchOf is the component a mutant's patch applies to: kubernetes,
 	// containerd, crio or nri (which faultline e2e option builds it).
 	PatchOf string `json:"patchOf,omitempty"`
-	// Mode is a fake mode: the fake (its folder under fakes/) and the mode.
+	// Mode is a fake mode's name (vocab/fakemodes), which faultline e2e
+	// --fake-mode takes; the stack's variant names it as fake-<name>.
 	Mode string `json:"mode,omitempty"`
 	// Recording names the run in judge/verdicts/testdata (its file without
 	// .json.gz) whose verdict of the requirement is red, or is NoneRecorded.
@@ -106,7 +108,7 @@ func (c Control) Where() string {
 	case c.Patch != "":
 		s += ", patch " + c.Patch
 	case c.Mode != "":
-		s += ", " + c.Mode
+		s += ", fake mode " + c.Mode
 	}
 	return s
 }
@@ -349,8 +351,10 @@ func checkControl(where string, req requirements.Requirement, known bool, c Cont
 		if c.Patch != "" || c.PatchOf != "" {
 			bad("patch and patchOf are for mutants")
 		}
-		if !strings.HasPrefix(c.Mode, "fakes/") {
-			bad("mode %q: name the fake's folder first (fakes/dra: ...)", c.Mode)
+		if _, merr := fakemodes.Lookup(c.Mode); merr != nil {
+			bad("mode: %v", merr)
+		} else if err == nil && !slices.Contains(strings.Split(variant, "+"), fakemodes.VariantPart(c.Mode)) {
+			bad("fake mode %s is not in the stack's variant %q (want %s there)", c.Mode, variant, fakemodes.VariantPart(c.Mode))
 		}
 	}
 	for _, id := range c.AlsoChanges {

@@ -242,6 +242,9 @@ func TestControlsParse(t *testing.T) {
 	}
 	planned := "kind: mutant\nstack: containerd-1.37+mutant-x\npatch: clusters/patches/mutant-x/0001-kubelet-x.patch\npatchOf: kubernetes\nrecording: none recorded yet\ncause: started-unprepared\nbreaks: b\n"
 	recorded := "kind: recorded\nstack: containerd-1.37\nrecording: full10-137-containerd\ncause: started-unprepared\nbreaks: b\n"
+	fakeMode := func(mode, variant string) string {
+		return "kind: fake-mode\nstack: containerd-1.37" + variant + "\nmode: " + mode + "\nrecording: none recorded yet\ncause: started-unprepared\nbreaks: b\n"
+	}
 	for name, c := range map[string]struct{ file, want string }{
 		"unknown field":        {control(planned + "reason: r"), "unknown field"},
 		"unknown requirement":  {strings.Replace(control(planned), "DRA-TRANSIENT-RETRIED", "DRA-NOPE", 1), "not a requirement"},
@@ -262,9 +265,10 @@ func TestControlsParse(t *testing.T) {
 		"mutant no variant":    {control(strings.Replace(planned, "+mutant-x", "", 1)), "a mutant's stack names its variant"},
 		"mutant no patch":      {control(strings.Replace(planned, "patch: clusters/patches/mutant-x/0001-kubelet-x.patch\n", "", 1)), "want clusters/patches/<series>"},
 		"series not variant":   {control(strings.Replace(planned, "+mutant-x", "+mutant-y", 1)), "patch series mutant-x is not in the stack's variant"},
-		"mutant with mode":     {control(planned + `mode: "fakes/dra: m"`), "mode is for fake modes"},
-		"fake mode":            {control(strings.Replace(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1), "patch: clusters/patches/mutant-x/0001-kubelet-x.patch", "mode: dra misbehaves", 1)), "name the fake's folder first"},
-		"fake mode with patch": {control(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1) + `mode: "fakes/dra: m"`), "patch and patchOf are for mutants"},
+		"mutant with mode":     {control(planned + `mode: dra-first-device-only`), "mode is for fake modes"},
+		"unknown fake mode":    {control(fakeMode("dra misbehaves", "+fake-dra-first-device-only")), `mode: fake mode "dra misbehaves": want one of`},
+		"fake mode no variant": {control(fakeMode("dra-first-device-only", "+mutant-x")), "fake mode dra-first-device-only is not in the stack's variant"},
+		"fake mode with patch": {control(strings.Replace(planned, "kind: mutant", "kind: fake-mode", 1) + `mode: dra-first-device-only`), "patch and patchOf are for mutants"},
 		"also changes itself":  {control(planned + "alsoChanges: [DRA-TRANSIENT-RETRIED]"), "want another requirement"},
 		"also changes nothing": {control(planned + "alsoChanges: [DRA-NOPE]"), "want another requirement"},
 		"patch of what":        {control(strings.Replace(planned, "patchOf: kubernetes", "patchOf: kubelet", 1)), `patchOf "kubelet"`},
@@ -343,6 +347,8 @@ func TestControlsE2EArgs(t *testing.T) {
 		{Control{Kind: Mutant, Stack: "containerd-1.37+nri-v0.12.5+mutant-nri-ignore-fail-request", PatchOf: "nri",
 			Patch: "clusters/patches/mutant-nri-ignore-fail-request/0001-nri-ignore-fail-request-policy.patch"}, "nri",
 			"--runtime containerd --kubernetes-version v1.37.2 --suite nri --nri-version v0.12.5 --nri-patch ../../clusters/patches/mutant-nri-ignore-fail-request/0001-nri-ignore-fail-request-policy.patch"},
+		{Control{Kind: FakeMode, Stack: "containerd-1.37+fake-dra-first-device-only", Mode: "dra-first-device-only"}, "dra",
+			"--runtime containerd --kubernetes-version v1.37.2 --suite dra --fake-mode dra-first-device-only"},
 		{Control{Kind: Mutant, Stack: "crio-1.37+crio-keep-timed-out-sandbox+mutant-crio-status-unclaimed-sandbox", PatchOf: "crio",
 			Patch: "clusters/patches/mutant-crio-status-unclaimed-sandbox/0001-crio-status-answers-held-sandbox.patch"}, "cri",
 			"--runtime crio --kubernetes-version v1.37.2 --suite cri --crio-patch ../../clusters/patches/crio-keep-timed-out-sandbox/0001-crio-keep-timed-out-sandbox.patch --crio-patch ../../clusters/patches/mutant-crio-status-unclaimed-sandbox/0001-crio-status-answers-held-sandbox.patch"},
@@ -355,7 +361,7 @@ func TestControlsE2EArgs(t *testing.T) {
 	for _, e := range All() {
 		req, _ := requirements.Lookup(e.Requirement)
 		for _, c := range e.Controls {
-			if c.Kind != Mutant {
+			if c.Kind == Recorded {
 				continue
 			}
 			if _, err := c.E2EArgs(repoRoot, req.Area); err != nil {
@@ -365,5 +371,8 @@ func TestControlsE2EArgs(t *testing.T) {
 	}
 	if _, err := (Control{Kind: Recorded, Stack: "containerd-1.37"}).E2EArgs(repoRoot, "dra"); err == nil {
 		t.Error("a recorded control has no build of faultline's")
+	}
+	if _, err := (Control{Kind: FakeMode, Stack: "containerd-1.37+kep-5322+fake-dra-first-device-only", Mode: "dra-first-device-only"}).E2EArgs(repoRoot, "dra"); err == nil {
+		t.Error("a fake mode's stack with a patch series: nothing says which component it patches")
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 // suite is the suite's name: its specs carry the label Suite:dra.
@@ -54,8 +55,16 @@ const (
 // published its pool with all devices on every node it runs on.
 var _ = harness.RegisterFixtureSet(harness.FixtureSet{
 	Name: fixtureSet, Namespace: driverNamespace,
-	Ready: []harness.ReadyCheck{slicesPublished},
+	Values: driverValues,
+	Ready:  []harness.ReadyCheck{slicesPublished},
 })
+
+// driverValues are the set's own template values: the drivers' fake modes
+// (.Extra.FakeModes, vocab/fakemodes), from the cluster's facts; empty in a
+// normal run.
+func driverValues(context.Context, clientset.Interface) (map[string]string, error) {
+	return map[string]string{"FakeModes": strings.Join(fakemodes.Of(harness.Cluster().FakeModes, "dra"), ",")}, nil
+}
 
 // slicesPublished checks that every driver published all its devices on
 // every node its DaemonSet runs on. Every spec's BeforeEach asks it

@@ -41,6 +41,9 @@ type ClusterInfo struct {
 	// Variant names what the node image changed on the pinned releases
 	// ("" for none); it joins the stack's key.
 	Variant string
+	// FakeModes are the misbehaviours the suites deploy their fakes with
+	// (vocab/fakemodes), from the cluster's facts; none in a normal run.
+	FakeModes []string
 	// Sources says where each fact came from, by fact name (runtime,
 	// runtime-request-timeout, ...).
 	Sources map[string]string
@@ -106,7 +109,7 @@ func readClusterFacts(ctx context.Context, cs clientset.Interface) (clusterFacts
 // the cluster's facts.
 func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 	f := in.Facts
-	info := ClusterInfo{Sources: map[string]string{}, KubernetesVersion: f.KubernetesVersion, NRIVersion: f.NRIVersion, Variant: f.Variant}
+	info := ClusterInfo{Sources: map[string]string{}, KubernetesVersion: f.KubernetesVersion, NRIVersion: f.NRIVersion, Variant: f.Variant, FakeModes: f.FakeModes}
 	var notes []string
 	from := func(nodeSource string) string {
 		if in.Source == sourceNodes {

@@ -1,6 +1,7 @@
-// Package controls runs the mutants of judge/controls/controls.yaml: each
-// builds its stack with faultline e2e (the patched component, the suite of
-// its requirement) and must turn its requirement red with the cause named,
+// Package controls runs the mutants and fake modes of
+// judge/controls/controls.yaml: each builds its stack with faultline e2e
+// (the patched component or the misbehaving fake, the suite of its
+// requirement) and must turn its requirement red with the cause named,
 // every other requirement keeping its verdict on the stack it varies. make
 // run-controls; each takes 7 to 10 minutes here (a cold build more).
 package controls
@@ -21,6 +22,7 @@ import (
 	"github.com/faultline-k8s/faultline/judge/expectations"
 	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/judge/verdicts"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 const repoRoot = "../.."
@@ -49,10 +51,17 @@ func TestControlsRun(t *testing.T) {
 	for _, e := range controls.All() {
 		req, _ := requirements.Lookup(e.Requirement)
 		for _, c := range e.Controls {
-			if c.Kind != controls.Mutant {
+			// A run is named after the mutant's series or the fake mode's
+			// variant part; its recording gets the same name.
+			var series string
+			switch c.Kind {
+			case controls.Mutant:
+				series = filepath.Base(filepath.Dir(c.Patch))
+			case controls.FakeMode:
+				series = fakemodes.VariantPart(c.Mode)
+			default:
 				continue
 			}
-			series := filepath.Base(filepath.Dir(c.Patch))
 			if !pick.MatchString(e.Requirement) && !pick.MatchString(series) {
 				continue
 			}

@@ -76,6 +76,10 @@ type Facts struct {
 	// Variant names what the cluster's node image changed on the pinned
 	// releases (wire.StackKey): "nri-v0.12.5", "kep-5322"; "" for none.
 	Variant string `json:"variant,omitempty"`
+	// FakeModes are the documented misbehaviours (vocab/fakemodes) the
+	// suites deploy their fakes with on this cluster, for negative
+	// controls; none in a normal run. Variant names them too.
+	FakeModes []string `json:"fakeModes,omitempty"`
 	// CreatedBy names the faultline that made the cluster; empty when the
 	// facts were read off a cluster faultline did not make.
 	CreatedBy string `json:"createdBy,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/fakes/dra/calls"
 	"github.com/faultline-k8s/faultline/fakes/dra/errortype"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 // rawCodec hands the client the response bytes exactly as they came over
@@ -358,5 +360,18 @@ func getJSON(t *testing.T, u string, into any) {
 	}
 	if err := json.NewDecoder(resp.Body).Decode(into); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The fake mode FirstFailingDeviceOnly names one failing device of a
+// claim, as a driver that stops describing at its first failure would; it
+// still counts them all. A normal run names every one (the tests above).
+func TestFirstFailingDeviceOnlyNamesOne(t *testing.T) {
+	c := newClaim("pair", []alloc{{"a", "dev-0"}, {"b", "dev-1"}}, faultConfig(prepareFaultsSpec(`{"type":"Transient","count":1}`)))
+	h := newHarnessWith(t, func(cfg *Config) { cfg.FakeModes = []string{fakemodes.FirstFailingDeviceOnly} }, c)
+	e := h.prepare(c).Error
+	mustContain(t, e, "[transient]: 2 of 2 devices failed: pool=node-a device=dev-0 request=a: transient")
+	if strings.Contains(e, "dev-1") {
+		t.Errorf("the second failing device is named: %q", e)
 	}
 }

@@ -66,6 +66,9 @@ type Config struct {
 	// OnFatal is called with errors after which the driver cannot go on
 	// (e.g. the gRPC server died). Typically cancels the main context.
 	OnFatal func(error)
+	// FakeModes are documented misbehaviours (vocab/fakemodes) of this
+	// fake, for negative controls; none in a normal run.
+	FakeModes []string
 	// ExtraOptions are appended to the kubeletplugin options (tests).
 	ExtraOptions []kubeletplugin.Option
 }

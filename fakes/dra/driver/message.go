@@ -1,13 +1,14 @@
 package driver
 
 import (
-	"github.com/faultline-k8s/faultline/fakes/lib/textcap"
-
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/faultline-k8s/faultline/fakes/dra/calls"
+	"github.com/faultline-k8s/faultline/fakes/lib/textcap"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 // errorText builds the error string the kubelet puts verbatim into the pod's
@@ -18,7 +19,8 @@ import (
 //	driver <driver>: <prepare|unprepare> of claim <ns>/<name> (uid <uid>) failed on attempt <n> [<class>]:
 //	<k> of <m> devices failed: pool=<pool> device=<dev> request=<req>: <class>: <detail>; pool=...
 //
-// (one line; every failing device is listed, not only the first).
+// (one line; every failing device is listed, not only the first, unless
+// the fake mode FirstFailingDeviceOnly asks it to misbehave).
 func (d *Driver) errorText(m calls.Method, namespace, name, uid string, attempt, total int, failures []deviceFailure) string {
 	label, _ := overall(failures)
 	failing := map[string]bool{}
@@ -27,9 +29,15 @@ func (d *Driver) errorText(m calls.Method, namespace, name, uid string, attempt,
 		failing[f.Pool+"/"+f.Device.Device] = true
 		parts = append(parts, fmt.Sprintf("pool=%s device=%s request=%s: %s: %s", f.Pool, f.Device.Device, f.Request, f.label, f.detail))
 	}
+	if d.fakeMode(fakemodes.FirstFailingDeviceOnly) {
+		parts = parts[:1]
+	}
 	return protoString(fmt.Sprintf("driver %s: %s of claim %s/%s (uid %s) failed on attempt %d [%s]: %d of %d devices failed: %s",
 		d.cfg.DriverName, verb(m), namespace, name, uid, attempt, label, len(failing), total, strings.Join(parts, "; ")), maxErrorText)
 }
+
+// fakeMode says whether the driver runs with the misbehaviour name.
+func (d *Driver) fakeMode(name string) bool { return slices.Contains(d.cfg.FakeModes, name) }
 
 func verb(m calls.Method) string {
 	if m == calls.Unprepare {

@@ -46,6 +46,7 @@ import (
 	"os"
 	"os/signal"
 	"path"
+	"strings"
 	"syscall"
 	"time"
 
@@ -62,6 +63,7 @@ import (
 	"github.com/faultline-k8s/faultline/fakes/lib/loopback"
 	"github.com/faultline-k8s/faultline/fakes/lib/query"
 	"github.com/faultline-k8s/faultline/fakes/lib/scope"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 func main() {
@@ -89,9 +91,15 @@ func main() {
 		cdiHookPath    = flag.String("cdi-hook-path", driver.DefaultCDIHookPath, "the CDI devices' startContainer hook binary (this binary) as test containers see it")
 		tokenHash      = flag.String(control.Flag, "", control.FlagUsage)
 		podResources   = flag.String("pod-resources-socket", "", "the kubelet's PodResources socket (e.g. "+podresources.DefaultSocket+"), read for GET /podresources; empty: that endpoint answers 501")
+		fakeModes      = flag.String("fake-mode", "", "comma-separated documented misbehaviours (vocab/fakemodes) for negative controls; empty: none")
 	)
 	flag.Parse()
 	if err := loopbackOnly(*httpAddress); err != nil {
+		fmt.Fprintln(os.Stderr, "fake-dra-driver:", err)
+		os.Exit(2)
+	}
+	modes, err := parseFakeModes(*fakeModes)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "fake-dra-driver:", err)
 		os.Exit(2)
 	}
@@ -101,6 +109,7 @@ func main() {
 		pluginDataDir: *pluginDataDir, registrarDir: *registrarDir, kubeconfig: *kubeconfig,
 		healthInterval: *healthInterval, gcInterval: *gcInterval, claimStatus: *claimStatus,
 		cdiDir: *cdiDir, cdiHookPath: *cdiHookPath, tokenHash: *tokenHash, podResourcesSocket: *podResources,
+		fakeModes: modes,
 	}); err != nil {
 		klog.ErrorS(err, "fake-dra-driver failed")
 		klog.Flush()
@@ -115,11 +124,24 @@ type config struct {
 	devices                                                                    int
 	healthInterval, gcInterval                                                 time.Duration
 	claimStatus                                                                bool
+	fakeModes                                                                  []string
 
 	// For tests: a ready client instead of kubeconfig/in-cluster config,
 	// and a hook that learns the HTTP listen address.
 	client      kubernetes.Interface
 	onListening func(addr string)
+}
+
+// parseFakeModes reads --fake-mode: modes of this fake only, each once.
+func parseFakeModes(s string) ([]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	modes := strings.Split(s, ",")
+	if err := fakemodes.Check(modes, "dra"); err != nil {
+		return nil, fmt.Errorf("--fake-mode: %w", err)
+	}
+	return modes, nil
 }
 
 // loopbackOnly refuses an --http-address off the pod's loopback
@@ -198,6 +220,7 @@ func run(cfg config) error {
 		HealthInterval: cfg.healthInterval,
 		GCInterval:     cfg.gcInterval,
 		ClaimStatus:    cfg.claimStatus,
+		FakeModes:      cfg.fakeModes,
 		CDIDir:         cfg.cdiDir,
 		CDIHookPath:    cfg.cdiHookPath,
 		OnFatal:        cancel,

@@ -24,6 +24,7 @@ import (
 
 	"github.com/faultline-k8s/faultline/fakes/dra/driver"
 	"github.com/faultline-k8s/faultline/fakes/lib/control"
+	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 )
 
 // testToken is the run's control token in these tests.
@@ -230,6 +231,21 @@ func TestRunWantsTheTokenHash(t *testing.T) {
 			pluginDataDir: t.TempDir(), tokenHash: hash})
 		if err == nil || !strings.Contains(err.Error(), "--"+control.Flag) {
 			t.Errorf("hash %q: %v", hash, err)
+		}
+	}
+}
+
+// --fake-mode takes only this fake's documented misbehaviours, each once.
+func TestParseFakeModes(t *testing.T) {
+	if modes, err := parseFakeModes(""); err != nil || modes != nil {
+		t.Errorf("empty: %v %v", modes, err)
+	}
+	if modes, err := parseFakeModes(fakemodes.FirstFailingDeviceOnly); err != nil || len(modes) != 1 {
+		t.Errorf("%v %v", modes, err)
+	}
+	for _, bad := range []string{",", "crash", fakemodes.FirstFailingDeviceOnly + "," + fakemodes.FirstFailingDeviceOnly, fakemodes.FirstFailingDeviceOnly + ","} {
+		if _, err := parseFakeModes(bad); err == nil || !strings.Contains(err.Error(), "--fake-mode") {
+			t.Errorf("%q: %v", bad, err)
 		}
 	}
 }
