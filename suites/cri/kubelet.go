@@ -42,7 +42,7 @@ var _ = describe("", "kubelet with slow creation", framework.WithFeature(feature
 		}
 		sandboxDelay := 2*timeout + 5*time.Second
 		containerDelay := timeout + 5*time.Second
-		token := f.Namespace.Name
+		token := specToken(f.Namespace)
 		pod := harness.TestPod("slow", "slow pod "+token)
 		pod.Spec.RuntimeClassName = new(string)
 		*pod.Spec.RuntimeClassName = slowHandler

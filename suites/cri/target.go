@@ -56,9 +56,20 @@ type target struct {
 	sent, released time.Time
 }
 
+// specToken names one spec's requests on the node: its namespace's name and
+// the start of its UID. The name alone comes back within a run (the
+// framework draws a 4-digit suffix): a spec whose namespace reused an
+// earlier one's name found that spec's gate open on the node and its
+// runc-slow records under its key, so its creation was not held (seen:
+// CRI-CONTAINER-RETRY-IN-PROGRESS inconclusive on CRI-O, "the creation was
+// not slow").
+func specToken(ns *v1.Namespace) string {
+	return ns.Name + "-" + string(ns.UID)[:8]
+}
+
 // newTarget prepares a target; for containers it starts the host pod first.
 func newTarget(ctx context.Context, f *framework.Framework, n *node, stage string) *target {
-	t := &target{stage: stage, token: f.Namespace.Name, node: n, slow: slowdownFor(n.Runtime, stage)}
+	t := &target{stage: stage, token: specToken(f.Namespace), node: n, slow: slowdownFor(n.Runtime, stage)}
 	if stage == stageContainer {
 		t.startHostPod(ctx, f)
 	}
