@@ -375,8 +375,10 @@ func claimFreeName(ctx context.Context, t *target, failed string) string {
 	var id string
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, retryInterval, nameFreeWithin, true, func(ctx context.Context) (bool, error) {
-		id, last = t.create(ctx, claimDeadline(t), true)
-		return last == nil, nil
+		var answer error
+		id, answer = t.create(ctx, claimDeadline(t), true)
+		last = runtimesAnswer(ctx, last, answer)
+		return answer == nil, nil
 	})
 	if err == nil {
 		ginkgo.By(fmt.Sprintf("%s created sandbox %s for the identical request", t.node.Runtime, id))
@@ -615,12 +617,14 @@ func claim(ctx context.Context, t *target) string {
 	var last error
 	errorsSeen := map[string]bool{}
 	err := wait.PollUntilContextTimeout(ctx, retryInterval, 2*claimDeadline(t), true, func(ctx context.Context) (bool, error) {
-		id, last = t.create(ctx, claimDeadline(t), true)
-		if last != nil && !errorsSeen[last.Error()] {
-			errorsSeen[last.Error()] = true
-			recordError(t, "retry", last)
+		var answer error
+		id, answer = t.create(ctx, claimDeadline(t), true)
+		last = runtimesAnswer(ctx, last, answer)
+		if answer != nil && !errorsSeen[answer.Error()] {
+			errorsSeen[answer.Error()] = true
+			recordError(t, "retry", answer)
 		}
-		return last == nil, nil
+		return answer == nil, nil
 	})
 	if err == nil {
 		return id
@@ -633,6 +637,19 @@ func claim(ctx context.Context, t *target) string {
 			t.node.Runtime, 2*claimDeadline(t), err, last)
 	})
 	return id
+}
+
+// runtimesAnswer is the error a repeated request ends with: the newest
+// attempt's, unless the poll's own deadline (ctx) cut that attempt short,
+// which is no answer of the runtime and would hide the ones before it
+// (seen: every retry refused for a reserved name, the last one reported as
+// DeadlineExceeded). The per-attempt deadline is the runtime's doing and
+// counts.
+func runtimesAnswer(poll context.Context, last, answer error) error {
+	if answer != nil && poll.Err() != nil && last != nil {
+		return last
+	}
+	return answer
 }
 
 // unreachable says whether a CRI call's error is the connection's (the
