@@ -246,7 +246,8 @@ func (o *Options) clusterName(st Stack) string {
 // "nri-v0.12.5" for --nri-version, the patch series' names of
 // --kubernetes-patch and --nri-patch, "feature-gates" for gates without
 // patches, "multinode" for clusters with workers, and "fake-<mode>" for
-// each --fake-mode; "" when it changes nothing. variantOf adds what changes one runtime's stacks only.
+// each --fake-mode; "" when it changes nothing. variantOf adds what
+// changes one runtime's stacks only.
 func (o *Options) Variant() string {
 	var parts []string
 	if o.Workers > 0 {
