@@ -725,9 +725,17 @@ func expectRemoved(ctx context.Context, t *target, id string, within time.Durati
 				t.node.Runtime, id, t.describe(ctx))
 		})
 	case err != nil && last != nil:
-		// The witness or the list failed last: whether the object is gone
-		// cannot be told.
-		harness.Ours(last, "%s: watch the timed-out object %s go (%v)\n%s", t.node.Runtime, id, err, t.describe(ctx))
+		// The witness or the list failed last, so the poll cannot tell
+		// whether the object went. One more look, after the bound: an
+		// object still there is the runtime's failure; one gone since, or
+		// a witness still failing, leaves it unknown.
+		removed, rerr := t.removed(ctx, id)
+		if rerr != nil || removed {
+			harness.Ours(last, "%s: watch the timed-out object %s go (%v; after the bound: removed %v, %v)\n%s", t.node.Runtime, id, err, removed, rerr, t.describe(ctx))
+		}
+		harness.Cause("not-removed", func() {
+			framework.Failf("%s: the timed-out object %s must be removed within %s: it is still there after it (the witness failed meanwhile: %v)\n%s", t.node.Runtime, id, within, last, t.describe(ctx))
+		})
 	case err != nil:
 		harness.Cause("not-removed", func() {
 			framework.Failf("%s: the timed-out object %s must be removed within %s (%v)\n%s", t.node.Runtime, id, within, err, t.describe(ctx))
