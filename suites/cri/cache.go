@@ -376,8 +376,9 @@ func claimFreeName(ctx context.Context, t *target, failed string) string {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, retryInterval, nameFreeWithin, true, func(ctx context.Context) (bool, error) {
 		var answer error
+		cut := pollBounds(ctx, claimDeadline(t))
 		id, answer = t.create(ctx, claimDeadline(t), true)
-		last = runtimesAnswer(ctx, last, answer)
+		last = runtimesAnswer(cut, last, answer)
 		return answer == nil, nil
 	})
 	if err == nil {
@@ -618,8 +619,9 @@ func claim(ctx context.Context, t *target) string {
 	errorsSeen := map[string]bool{}
 	err := wait.PollUntilContextTimeout(ctx, retryInterval, 2*claimDeadline(t), true, func(ctx context.Context) (bool, error) {
 		var answer error
+		cut := pollBounds(ctx, claimDeadline(t))
 		id, answer = t.create(ctx, claimDeadline(t), true)
-		last = runtimesAnswer(ctx, last, answer)
+		last = runtimesAnswer(cut, last, answer)
 		if answer != nil && !errorsSeen[answer.Error()] {
 			errorsSeen[answer.Error()] = true
 			recordError(t, "retry", answer)
@@ -639,14 +641,23 @@ func claim(ctx context.Context, t *target) string {
 	return id
 }
 
+// pollBounds says whether an attempt made now with its own deadline d ends
+// at the poll's deadline instead: the poll, not the runtime, would cut it.
+// Decided before the call, because the server side may report the deadline
+// (from the grpc-timeout header) before the poll's context has ended.
+func pollBounds(poll context.Context, d time.Duration) bool {
+	deadline, ok := poll.Deadline()
+	return ok && time.Until(deadline) < d
+}
+
 // runtimesAnswer is the error a repeated request ends with: the newest
-// attempt's, unless the poll's own deadline (ctx) cut that attempt short,
-// which is no answer of the runtime and would hide the ones before it
-// (seen: every retry refused for a reserved name, the last one reported as
-// DeadlineExceeded). The per-attempt deadline is the runtime's doing and
-// counts.
-func runtimesAnswer(poll context.Context, last, answer error) error {
-	if answer != nil && poll.Err() != nil && last != nil {
+// attempt's, unless that attempt ran into the poll's own deadline (cut,
+// pollBounds), which is no answer of the runtime and would hide the ones
+// before it (seen: every retry refused for a reserved name, the last one
+// reported as DeadlineExceeded). The per-attempt deadline is the runtime's
+// doing and counts.
+func runtimesAnswer(cut bool, last, answer error) error {
+	if cut && status.Code(answer) == codes.DeadlineExceeded && last != nil {
 		return last
 	}
 	return answer
