@@ -329,11 +329,11 @@ func TestRecordAndCheckFacts(t *testing.T) {
 // images have no crictl) is told apart from a real loss of logs.
 func TestOnlyNoCrictl(t *testing.T) {
 	for msg, want := range map[string]bool{
-		`command "docker exec --privileged faultline-crio-control-plane crictl images" failed with error: exit status 126`: true,
-		`[command "docker exec --privileged a-control-plane crictl images" failed with error: exit status 126, command "docker exec --privileged a-worker crictl images" failed with error: exit status 126]`: true,
-		`command "docker exec --privileged a-control-plane journalctl --no-pager" failed with error: exit status 1`: false,
+		`command "docker exec --privileged faultline-crio-control-plane crictl images" failed with error: exit status 126`:                                                                                      true,
+		`[command "docker exec --privileged a-control-plane crictl images" failed with error: exit status 126, command "docker exec --privileged a-worker crictl images" failed with error: exit status 126]`:   true,
+		`command "docker exec --privileged a-control-plane journalctl --no-pager" failed with error: exit status 1`:                                                                                             false,
 		`[command "docker exec --privileged a-control-plane crictl images" failed with error: exit status 126, command "docker exec --privileged a-control-plane journalctl" failed with error: exit status 1]`: false,
-		`command "docker exec --privileged a-control-plane crictl images" failed with error: exit status 1`: false,
+		`command "docker exec --privileged a-control-plane crictl images" failed with error: exit status 1`:                                                                                                     false,
 	} {
 		if got := onlyNoCrictl.MatchString(msg); got != want {
 			t.Errorf("%q: %v, want %v", msg, got, want)
