@@ -70,8 +70,8 @@ func writeRequirements(w io.Writer, format string) error {
 				fmt.Fprintf(w, "%-48s no honest control: %s\n", "", why)
 			}
 		}
-		fmt.Fprintf(w, "\n%d of %d requirements have a recorded red control (judge/controls/controls.yaml); %d have none recorded yet, of which %d have no honest one.\n",
-			recorded, len(all), len(all)-recorded, noHonest)
+		fmt.Fprintf(w, "\n%d of %d requirements have a recorded red control (judge/controls/controls.yaml); %d without one: %d planned, not recorded yet, and %d with no honest control.\n",
+			recorded, len(all), len(all)-recorded, len(all)-recorded-noHonest, noHonest)
 		return nil
 	}
 	return usageError{fmt.Errorf("-o %q: want text, markdown or json", format)}
