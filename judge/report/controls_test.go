@@ -38,7 +38,7 @@ func TestMarkdownListsControls(t *testing.T) {
 	}
 	for _, want := range []string{
 		"- `DRA-DEADLINE-ERROR-NAMED`: recorded: red on containerd-1.37 (v1.37.2) in full10-137-containerd, cause driver-not-named\n",
-		"- `DRA-DEADLINE-RETRIED`: **none recorded yet**; planned: mutant on containerd-1.37+mutant-dra-call-timeout-90s, patch ",
+		"- `DRA-DEADLINE-RETRIED`: mutant: red on containerd-1.37+mutant-dra-call-timeout-90s (v1.37.2), patch ",
 		"- `DRA-TRANSIENT-RETRIED`: mutant: red on containerd-1.37+mutant-dra-fail-on-second-error (v1.37.2), patch ",
 		"- `DRA-PERMANENT-FAILS-POD`: **none recorded yet**; no honest control: Released kubelets lack KEP-5322",
 		"- `CRI-SANDBOX-RETRY-GETS-FIRST`: recorded: red on containerd-1.37 (v1.37.2) in full10-137-containerd, cause abandoned; recorded: red on crio-1.37 (v1.37.2) in full10-137-crio, cause abandoned\n",
