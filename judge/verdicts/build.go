@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/faultline-k8s/faultline/judge/requirements"
 	"github.com/faultline-k8s/faultline/vocab/wire"
@@ -148,26 +147,12 @@ func (r *Report) Err(allowIncomplete bool) error {
 func (r *Report) listUnexpected() string {
 	var b strings.Builder
 	for _, v := range r.Unexpected() {
-		fmt.Fprintf(&b, "\n  %s on %s: %s", v.Requirement, v.Stack, clip(v.Unexpected, 400))
+		fmt.Fprintf(&b, "\n  %s on %s: %s", v.Requirement, v.Stack, OneLine(v.Unexpected, 300))
 	}
 	for _, f := range r.SetupFailures {
-		fmt.Fprintf(&b, "\n  setup on %s: %s: %s", f.Stack, f.Name, clip(f.Message, 400))
+		fmt.Fprintf(&b, "\n  setup on %s: %s: %s", f.Stack, f.Name, OneLine(f.Message, 300))
 	}
 	return b.String()
-}
-
-// clip cuts s to its first line and at most n bytes.
-func clip(s string, n int) string {
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i] + " …"
-	}
-	if len(s) > n {
-		for n > 0 && !utf8.RuneStart(s[n]) {
-			n--
-		}
-		s = s[:n] + " …"
-	}
-	return s
 }
 
 // rank orders states from worst to best: a requirement with several specs,
