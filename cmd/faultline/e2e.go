@@ -61,7 +61,7 @@ func init() {
 			fs.Var(&ctdPatches, "containerd-patch", "apply this patch (git diff format, relative to a containerd checkout) to the containerd release the containerd stacks build; repeatable, applied in order; their keys name the series")
 			fs.Var(&crioPatches, "crio-patch", "apply this patch (git diff format, relative to a cri-o checkout) to the pinned CRI-O release; repeatable, applied in order; the CRI-O stacks' keys name the series")
 			fs.Var(&nriPatches, "nri-patch", "apply this patch (git diff format, relative to a containerd/nri checkout) to the NRI release each runtime is built with (its own, or --nri-version); repeatable, applied in order; the stacks' keys name the series")
-			fs.Var(&fakeModes, "fake-mode", "run the fakes with this documented misbehaviour ("+strings.Join(fakeModeNames(), ", ")+"), for a negative control (judge/controls): the stacks' keys name it; repeatable or comma-separated")
+			fs.Var(&fakeModes, "fake-mode", "run the fakes with this documented misbehaviour ("+strings.Join(fakemodes.Names(), ", ")+"), for a negative control (judge/controls): the stacks' keys name it; repeatable or comma-separated")
 			fs.Var(&gates, "feature-gates", "Kubernetes feature gates of new clusters, on every component (Name=true,...); repeatable")
 			fs.StringVar(&o.ContainerdSrc, "containerd-src", "", "build containerd from this checkout instead of the pinned release")
 			fs.StringVar(&o.ContainerdVersion, "containerd-version", "", "build this containerd release (one the Go module proxy serves, e.g. v2.3.7) instead of the pinned one; the containerd stacks' variant names it")
@@ -146,15 +146,6 @@ type cleanupKey struct{}
 func withSignals(parent context.Context) (context.Context, *interrupt.Signals) {
 	s := interrupt.Watch(parent, os.Stderr)
 	return context.WithValue(s.Work, cleanupKey{}, s.Cleanup), s
-}
-
-// fakeModeNames are the --fake-mode values, for its usage.
-func fakeModeNames() []string {
-	var names []string
-	for _, m := range fakemodes.All() {
-		names = append(names, m.Name)
-	}
-	return names
 }
 
 // splitKeepEmpty flattens repeated and comma-separated values, keeping the

@@ -42,11 +42,16 @@ func Lookup(name string) (Mode, error) {
 			return m, nil
 		}
 	}
+	return Mode{}, fmt.Errorf("fake mode %q: want one of %s", name, strings.Join(Names(), ", "))
+}
+
+// Names returns every mode's name, in All's order.
+func Names() []string {
 	names := make([]string, len(all))
 	for i, m := range all {
 		names[i] = m.Name
 	}
-	return Mode{}, fmt.Errorf("fake mode %q: want one of %s", name, strings.Join(names, ", "))
+	return names
 }
 
 // Check refuses an unknown mode, a mode of another fake than fake (when fake
