@@ -32,9 +32,6 @@ var all = []Mode{
 	{Name: FirstFailingDeviceOnly, Fake: "dra", Breaks: "the fake DRA driver's error for a claim names only the first of its failing devices"},
 }
 
-// All returns every mode, in a fixed order.
-func All() []Mode { return append([]Mode(nil), all...) }
-
 // Lookup returns the mode called name, or an error naming the modes there are.
 func Lookup(name string) (Mode, error) {
 	for _, m := range all {
@@ -45,7 +42,7 @@ func Lookup(name string) (Mode, error) {
 	return Mode{}, fmt.Errorf("fake mode %q: want one of %s", name, strings.Join(Names(), ", "))
 }
 
-// Names returns every mode's name, in All's order.
+// Names returns every mode's name, in a fixed order.
 func Names() []string {
 	names := make([]string, len(all))
 	for i, m := range all {
