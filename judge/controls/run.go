@@ -37,8 +37,8 @@ func (c Control) E2EArgs(root, area string) ([]string, error) {
 	if c.Kind != Mutant && c.Kind != FakeMode {
 		return nil, fmt.Errorf("a %s is no build of faultline's", c.Kind)
 	}
-	flag, patches := patchFlags[c.PatchOf]
-	if !patches && c.Kind == Mutant {
+	flag, patchable := patchFlags[c.PatchOf]
+	if !patchable && c.Kind == Mutant {
 		return nil, fmt.Errorf("patchOf %q: want one of kubernetes, containerd, crio, nri", c.PatchOf)
 	}
 	base, variant, _ := strings.Cut(c.Stack, "+")
@@ -72,7 +72,7 @@ func (c Control) E2EArgs(root, area string) ([]string, error) {
 			args = append(args, "--fake-mode", mode)
 			continue
 		}
-		if !patches {
+		if !patchable {
 			return nil, fmt.Errorf("variant part %s: a %s patches nothing; want a release or a fake mode", part, c.Kind)
 		}
 		patches, err := filepath.Glob(filepath.Join(root, "clusters", "patches", part, "[0-9][0-9][0-9][0-9]-*.patch"))
