@@ -63,7 +63,7 @@ var _ = harness.RegisterFixtureSet(harness.FixtureSet{
 // (.Extra.FakeModes, vocab/fakemodes), from the cluster's facts; empty in a
 // normal run.
 func driverValues(context.Context, clientset.Interface) (map[string]string, error) {
-	return map[string]string{"FakeModes": strings.Join(fakemodes.Of(harness.Cluster().FakeModes, "dra"), ",")}, nil
+	return map[string]string{"FakeModes": strings.Join(fakemodes.Of(harness.Cluster().FakeModes, fakemodes.DRA), ",")}, nil
 }
 
 // slicesPublished checks that every driver published all its devices on

@@ -23,13 +23,16 @@ type Mode struct {
 	Breaks string
 }
 
+// DRA is the fake DRA driver's name here (Mode.Fake): fakes/dra.
+const DRA = "dra"
+
 // FirstFailingDeviceOnly makes the fake DRA driver name only the first of a
 // claim's failing devices in its NodePrepareResources error, as a driver
 // that stops describing at the first failure would.
 const FirstFailingDeviceOnly = "dra-first-device-only"
 
 var all = []Mode{
-	{Name: FirstFailingDeviceOnly, Fake: "dra", Breaks: "the fake DRA driver's error for a claim names only the first of its failing devices"},
+	{Name: FirstFailingDeviceOnly, Fake: DRA, Breaks: "the fake DRA driver's error for a claim names only the first of its failing devices"},
 }
 
 // Lookup returns the mode called name, or an error naming the modes there are.

@@ -138,7 +138,7 @@ func parseFakeModes(s string) ([]string, error) {
 		return nil, nil
 	}
 	modes := strings.Split(s, ",")
-	if err := fakemodes.Check(modes, "dra"); err != nil {
+	if err := fakemodes.Check(modes, fakemodes.DRA); err != nil {
 		return nil, fmt.Errorf("--fake-mode: %w", err)
 	}
 	return modes, nil
