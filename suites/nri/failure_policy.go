@@ -178,7 +178,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 				gomega.Expect(next.Result).To(gomega.Equal(record.OK))
 			})
 
-			if lost := connectionChanges(ctx, node, K, first.Seq); first.Interrupted || len(lost) > 0 {
+			if lost := connectionChanges(ctx, node, K, first); first.Interrupted || len(lost) > 0 {
 				harness.Cause("policy-ignored", func() {
 					policyIgnored(K, fmt.Sprintf("%s stalled in %s; the runtime %s, went on without it, and %s registered again:\n%s",
 						K, event, howHandled(K, first, *next, timeout), K, nriclient.FormatEvents(append([]record.Event{first}, lost...))))
@@ -204,7 +204,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 				stops = eventuallyRecorded(ctx, f, node, K, pod, "StopPodSandbox", record.OK, podDeletion)
 			})
 			gomega.Expect(stops[0].Seq).To(gomega.BeNumerically(">", first.Seq))
-			lost := connectionChanges(ctx, node, K, first.Seq)
+			lost := connectionChanges(ctx, node, K, first)
 			harness.Cause("connection-lost", func() {
 				gomega.Expect(lost).To(gomega.BeEmpty(),
 					"keep_connected: %s must get the next events on the connection it stalled on, without losing it or registering again:\n%s",
@@ -243,7 +243,7 @@ var _ = describe("NRI per-plugin failure policy", framework.WithFeature(featureN
 						K, K.Policy(), inst, failedID, nriclient.FormatEvents(nriclient.Only(got, event)))
 				})
 			}
-			lost := connectionChanges(ctx, node, K, records[0].Seq)
+			lost := connectionChanges(ctx, node, K, records[0])
 			harness.Cause("connection-lost", func() {
 				gomega.Expect(lost).To(gomega.BeEmpty(), "a returned error must not cost %s its registration:\n%s", K, nriclient.FormatEvents(lost))
 			})
@@ -385,23 +385,82 @@ func eventuallyAnswered(ctx context.Context, node string, inst Instance, pod *v1
 }
 
 // connectionChanges returns what the instance recorded about its own
-// connection after record seq: a lost connection, a new process, a new
-// registration.
-func connectionChanges(ctx context.Context, node string, inst Instance, seq uint64) []record.Event {
+// connection after its record after (a lost connection, a new process, a
+// new registration) that can be the runtime's answer to that record. A
+// loss that every other instance shared, later than afterwardsWindow
+// after the record ended, is the runtime dropping every plugin at once for
+// a reason of its own: CRI-O does so when it ends a RunPodSandbox whose
+// caller has given up (docs/findings/crio-nri-expired-context-defeats-sandbox-cache.md),
+// which the CRI suite's slow creations cause beside this spec. It and the
+// reconnection after it are logged and left out.
+func connectionChanges(ctx context.Context, node string, inst Instance, after record.Event) []record.Event {
 	ginkgo.GinkgoHelper()
-	own, err := plugins().On(node, inst).OwnEvents(ctx)
-	framework.ExpectNoError(err)
-	var out []record.Event
-	for _, e := range own {
-		if e.Seq <= seq || e.PodUID != "" {
+	records := map[string][]record.Event{}
+	for _, i := range Instances {
+		own, err := plugins().On(node, i).OwnEvents(ctx)
+		harness.Ours(err)
+		records[i.Name] = own
+	}
+	mine, shared := ownConnectionChanges(inst, after, records)
+	if len(shared) > 0 {
+		ginkgo.By(fmt.Sprintf("left out: the runtime dropped every plugin at once, %s among them, later than %s after its record %d; the changes:\n%s",
+			inst, afterwardsWindow, after.Seq, nriclient.FormatEvents(shared)))
+	}
+	return mine
+}
+
+// afterwardsWindow bounds how long after a plugin's answer the runtime's
+// reaction to it can come: the runtime drops a plugin in the call that
+// got the answer. sharedDropWindow is how close together the plugins'
+// records of one drop of them all are.
+const (
+	afterwardsWindow = time.Second
+	sharedDropWindow = time.Second
+)
+
+// ownConnectionChanges splits inst's connection records after its record
+// after into its own and those of a drop of every instance at once (each
+// other instance recorded a loss within sharedDropWindow) that
+// came later than afterwardsWindow after that record ended, with the
+// reconnection that followed it.
+func ownConnectionChanges(inst Instance, after record.Event, records map[string][]record.Event) (mine, shared []record.Event) {
+	sharedDrop := func(lost record.Event) bool {
+		if lost.Start.Sub(after.End) <= afterwardsWindow {
+			return false
+		}
+		for _, other := range Instances {
+			if other.Name == inst.Name {
+				continue
+			}
+			if !slices.ContainsFunc(records[other.Name], func(e record.Event) bool {
+				d := e.Start.Sub(lost.Start)
+				return e.Event == record.Disconnected && d >= -sharedDropWindow && d <= sharedDropWindow
+			}) {
+				return false
+			}
+		}
+		return true
+	}
+	inShared := false
+	for _, e := range records[inst.Name] {
+		if e.Seq <= after.Seq || e.PodUID != "" {
 			continue
 		}
 		switch e.Event {
-		case record.Disconnected, record.PluginStart, record.Synchronize:
-			out = append(out, e)
+		case record.Disconnected:
+			inShared = sharedDrop(e)
+		case record.PluginStart, record.Synchronize:
+		default:
+			continue
 		}
+		if inShared && e.Event != record.PluginStart {
+			shared = append(shared, e)
+			continue
+		}
+		inShared = false
+		mine = append(mine, e)
 	}
-	return out
+	return mine, shared
 }
 
 // howHandled says what the runtime did with inst, which stalled in the
