@@ -96,9 +96,9 @@ type Options struct {
 	// ContainerdVersion is a containerd release containerd stacks build
 	// instead of the pinned one (their stack's variant says which).
 	ContainerdVersion string
-	// RuntimeRequestTimeout and NRIRequestTimeout configure new clusters;
-	// zero is the default in vocab/facts.
-	RuntimeRequestTimeout, NRIRequestTimeout time.Duration
+	// RuntimeRequestTimeout, NRIRequestTimeout and KubeletSyncFrequency
+	// configure new clusters; zero is the default in vocab/facts.
+	RuntimeRequestTimeout, NRIRequestTimeout, KubeletSyncFrequency time.Duration
 	// Repeat runs the selection this many times on each cluster (zero:
 	// once); the report says per requirement whether its verdict varied.
 	Repeat int

@@ -285,7 +285,7 @@ func (r *run) bringUp(ctx context.Context, index int, st Stack, c stackCluster, 
 	label, name, kubeconfig := c.label, c.name, c.kubeconfig
 	settings := kindcluster.Settings{
 		Name: name, Runtime: st.Runtime, NodeImage: nodeImage,
-		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout,
+		RuntimeRequestTimeout: o.RuntimeRequestTimeout, NRIRequestTimeout: o.NRIRequestTimeout, KubeletSyncFrequency: o.KubeletSyncFrequency,
 		FeatureGates: o.FeatureGates, KubernetesVersion: st.Kubernetes, Workers: o.Workers, NRIVersion: r.stacks[index].NRIVersion, Variant: st.Variant,
 		FakeModes: o.FakeModes, CgroupV1: kindcluster.HostIsCgroupV1(),
 	}

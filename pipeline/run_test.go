@@ -786,6 +786,11 @@ func TestValidate(t *testing.T) {
 			o.FeatureGates = map[string]bool{"A": true}
 			o.Kubeconfig = os.DevNull
 		}, "FeatureGates builds a cluster; it does not go with Kubeconfig"},
+		"a kubelet setting on a cluster": {func(o *Options) {
+			o.KubeletSyncFrequency = 20 * time.Second
+			o.Kubeconfig = os.DevNull
+		}, "KubeletSyncFrequency builds a cluster; it does not go with Kubeconfig"},
+		"a bad sync frequency": {func(o *Options) { o.KubeletSyncFrequency = -time.Second }, "KubeletSyncFrequency"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o := testOptions(t)

@@ -386,6 +386,8 @@ func (o Options) checkExistingCluster(bad *OptionErrors) {
 		{"KubernetesPatches", len(o.KubernetesPatches) > 0}, {"ContainerdPatches", len(o.ContainerdPatches) > 0}, {"CRIOPatches", len(o.CRIOPatches) > 0}, {"NRIPatches", len(o.NRIPatches) > 0},
 		{"FeatureGates", len(o.FeatureGates) > 0}, {"Workers", o.Workers != 0},
 		{"NodeImage", o.NodeImage != ""}, {"KubernetesSrc", o.KubernetesSrc != ""}, {"ContainerdSrc", o.ContainerdSrc != ""}, {"ContainerdVersion", o.ContainerdVersion != ""}, {"NRIVersion", o.NRIVersion != ""},
+		// A cluster's timers are its own; the suites read them from it.
+		{"RuntimeRequestTimeout", o.RuntimeRequestTimeout != 0}, {"NRIRequestTimeout", o.NRIRequestTimeout != 0}, {"KubeletSyncFrequency", o.KubeletSyncFrequency != 0},
 	} {
 		if c.set {
 			bad.add(c.field, "%s builds a cluster; it does not go with %s", option("Kubeconfig"))
@@ -443,7 +445,7 @@ func (o Options) checkNewClusters(bad *OptionErrors) {
 	for _, t := range []struct {
 		field string
 		d     time.Duration
-	}{{"RuntimeRequestTimeout", o.RuntimeRequestTimeout}, {"NRIRequestTimeout", o.NRIRequestTimeout}} {
+	}{{"RuntimeRequestTimeout", o.RuntimeRequestTimeout}, {"NRIRequestTimeout", o.NRIRequestTimeout}, {"KubeletSyncFrequency", o.KubeletSyncFrequency}} {
 		if err := kindcluster.CheckTimeout(t.d); err != nil {
 			bad.add(t.field, "%s %v", err)
 		}

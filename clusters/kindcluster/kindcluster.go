@@ -112,6 +112,9 @@ type Settings struct {
 	// facts.DefaultNRIRequestTimeout and facts.DefaultNRIRegistrationTimeout.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	// KubeletSyncFrequency is the kubelet's syncFrequency. 0 means
+	// facts.DefaultKubeletSyncFrequency.
+	KubeletSyncFrequency time.Duration
 	// Workers is the number of worker nodes beside the control plane (0: a
 	// one-node cluster). Pods reach each other across nodes through the node
 	// image's faultline-podnet (routes from the nodes' podCIDRs).
@@ -157,6 +160,7 @@ func (s Settings) Resolve() (Settings, error) {
 		{"runtime request timeout", s.RuntimeRequestTimeout},
 		{"NRI request timeout", s.NRIRequestTimeout},
 		{"NRI registration timeout", s.NRIRegistrationTimeout},
+		{"kubelet sync frequency", s.KubeletSyncFrequency},
 	} {
 		if err := CheckTimeout(t.d); err != nil {
 			return s, fmt.Errorf("%s %w", t.name, err)
@@ -164,6 +168,7 @@ func (s Settings) Resolve() (Settings, error) {
 	}
 	f := s.FactSettings()
 	s.RuntimeRequestTimeout, s.NRIRequestTimeout, s.NRIRegistrationTimeout = f.RuntimeRequestTimeout, f.NRIRequestTimeout, f.NRIRegistrationTimeout
+	s.KubeletSyncFrequency = f.KubeletSyncFrequency
 	return s, nil
 }
 
@@ -174,7 +179,7 @@ func (s Settings) FactSettings() facts.Settings {
 	return facts.Settings{
 		Runtime: s.Runtime.Name, NodeImage: s.NodeImage, RuntimeRequestTimeout: s.RuntimeRequestTimeout,
 		NRIRequestTimeout: s.NRIRequestTimeout, NRIRegistrationTimeout: s.NRIRegistrationTimeout,
-		FeatureGates: s.FeatureGates,
+		KubeletSyncFrequency: s.KubeletSyncFrequency, FeatureGates: s.FeatureGates,
 	}.WithDefaults()
 }
 
@@ -237,7 +242,8 @@ func kubeletPatch(s Settings) string {
 	if s.CgroupV1 {
 		lines = append(lines, "failCgroupV1: false")
 	}
-	lines = append(lines, fmt.Sprintf("runtimeRequestTimeout: %s", s.RuntimeRequestTimeout))
+	lines = append(lines, fmt.Sprintf("runtimeRequestTimeout: %s", s.RuntimeRequestTimeout),
+		fmt.Sprintf("syncFrequency: %s", s.KubeletSyncFrequency))
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -409,6 +415,9 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (fact
 	if seen.RuntimeRequestTimeout != 0 && time.Duration(seen.RuntimeRequestTimeout) != s.RuntimeRequestTimeout {
 		return facts.Facts{}, fmt.Errorf("its kubelet runs with runtimeRequestTimeout %s, not the %s it was configured with", seen.RuntimeRequestTimeout, s.RuntimeRequestTimeout)
 	}
+	if seen.KubeletSyncFrequency != 0 && time.Duration(seen.KubeletSyncFrequency) != s.KubeletSyncFrequency {
+		return facts.Facts{}, fmt.Errorf("its kubelet runs with syncFrequency %s, not the %s it was configured with", seen.KubeletSyncFrequency, s.KubeletSyncFrequency)
+	}
 	f := facts.Facts{
 		Cluster:                s.Name,
 		Runtime:                rt.Name,
@@ -418,6 +427,7 @@ func recordFacts(ctx context.Context, cs kubernetes.Interface, s Settings) (fact
 		RuntimeRequestTimeout:  facts.Duration(s.RuntimeRequestTimeout),
 		NRIRequestTimeout:      facts.Duration(s.NRIRequestTimeout),
 		NRIRegistrationTimeout: facts.Duration(s.NRIRegistrationTimeout),
+		KubeletSyncFrequency:   facts.Duration(s.KubeletSyncFrequency),
 		NRIVersion:             s.NRIVersion,
 		Workers:                s.Workers,
 		Variant:                s.Variant,

@@ -67,8 +67,13 @@ func TestConfigWritesDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	patches := strings.Join(cfg.KubeadmConfigPatches, "\n---\n")
-	if want := "runtimeRequestTimeout: " + facts.DefaultRuntimeRequestTimeout.String(); !strings.Contains(patches, want) {
-		t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
+	for _, want := range []string{
+		"runtimeRequestTimeout: " + facts.DefaultRuntimeRequestTimeout.String(),
+		"syncFrequency: " + facts.DefaultKubeletSyncFrequency.String(),
+	} {
+		if !strings.Contains(patches, want) {
+			t.Errorf("kubeadm patches lack %q:\n%s", want, patches)
+		}
 	}
 	if strings.Contains(patches, "failCgroupV1") {
 		t.Errorf("failCgroupV1 without CgroupV1:\n%s", patches)
@@ -271,7 +276,8 @@ func TestEveryRuntimeHasItsConfigs(t *testing.T) {
 func TestFactSettings(t *testing.T) {
 	got := Settings{Runtime: crio, NodeImage: "img", NRIRequestTimeout: time.Second}.FactSettings()
 	want := facts.Settings{Runtime: "crio", NodeImage: "img", RuntimeRequestTimeout: facts.DefaultRuntimeRequestTimeout,
-		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: facts.DefaultNRIRegistrationTimeout}
+		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: facts.DefaultNRIRegistrationTimeout,
+		KubeletSyncFrequency: facts.DefaultKubeletSyncFrequency}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("FactSettings = %+v, want %+v", got, want)
 	}
@@ -296,7 +302,7 @@ func TestRecordAndCheckFacts(t *testing.T) {
 	want := facts.Facts{Cluster: "x", Runtime: "crio", RuntimeVersion: "1.36.2", KubernetesVersion: "v1.36.3",
 		NodeImage: "faultline/node-crio:k", RuntimeRequestTimeout: facts.Duration(facts.DefaultRuntimeRequestTimeout),
 		NRIRequestTimeout: facts.Duration(facts.DefaultNRIRequestTimeout), NRIRegistrationTimeout: facts.Duration(facts.DefaultNRIRegistrationTimeout),
-		CreatedBy: "faultline"}
+		KubeletSyncFrequency: facts.Duration(facts.DefaultKubeletSyncFrequency), CreatedBy: "faultline"}
 	if !reflect.DeepEqual(recorded, want) {
 		t.Fatalf("recorded %+v\nwant %+v", recorded, want)
 	}

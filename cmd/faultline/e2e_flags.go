@@ -38,6 +38,7 @@ var e2eFlags = map[string]string{
 	"ContainerdVersion":     "--containerd-version",
 	"RuntimeRequestTimeout": "--runtime-request-timeout",
 	"NRIRequestTimeout":     "--nri-request-timeout",
+	"KubeletSyncFrequency":  "--kubelet-sync-frequency",
 	"Repeat":                "--repeat",
 	"Expectations":          "--expectations",
 	"AllowIncomplete":       "--allow-incomplete",

@@ -62,7 +62,7 @@ var _ = describe("CDI devices after a partly failed prepare", framework.WithFeat
 	omittedSpec := cdi(faults([]faultspec.Fault{{Type: faultspec.Omit, Count: ptr.To(1)}}, nil))
 
 	framework.It("lists each claim's CDI device once in the kubelet after a prepare whose first response left one of two claims out, runs the pod, and prepares the answered claim once", harness.Checks("DRA-TWO-DRIVERS-CDI-ONCE"), func(ctx context.Context) {
-		harness.Floor(floorResync)
+		harness.Floor(floorResync())
 		cs := f.ClientSet
 		answered := createClaim(ctx, f, "answered", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, answeredSpec))
 		omitted := createClaim(ctx, f, "omitted", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, omittedSpec))
@@ -121,7 +121,7 @@ var _ = describe("CDI devices after a partly failed prepare", framework.WithFeat
 		harness.Premise("the kubelet failed the attempt whose response left a claim out", failure != "", evidence)
 
 		ginkgo.By("premise: the retry prepares claim omitted (the pod stays Pending until then), and the pod runs")
-		o := pendingUntilPrepared(ctx, f, pod, firstDriver, string(omitted.UID), prepareRetryMax+startSlack)
+		o := pendingUntilPrepared(ctx, f, pod, firstDriver, string(omitted.UID), prepareRetryMax()+startSlack)
 		retry := o.Calls[len(o.Calls)-1]
 		// A retry that never comes fails above: retrying is the kubelet's
 		// part of the requirement.

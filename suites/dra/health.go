@@ -33,12 +33,12 @@ var _ = describe("device health when the driver's health stream drops", framewor
 	// (gRPC status Unavailable), not the kubelet's connection to the
 	// driver, which those calls share. A spec that checks the second
 	// driver's health must be Serial with this one.
-	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth), harness.Lasts(healthStreamDown),
+	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth), harness.Lasts(nominalRetryMax+healthTimeout),
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
 			// The stream stays down until the pod's next resync, at most
 			// prepareRetryMax away, has shown the device Unknown; the rest
 			// of healthStreamDown is faultline's slack.
-			harness.Floor(harness.Wait("the pod's next kubelet resync, jitter included, while the health stream is down", prepareRetryMax),
+			harness.Floor(harness.Wait("the pod's next kubelet resync, jitter included, while the health stream is down", prepareRetryMax()),
 				harness.Period("kubelet health stream reconnect loop", healthReconnectPeriod))
 			cs := f.ClientSet
 			d := secondDriver
@@ -48,10 +48,10 @@ var _ = describe("device health when the driver's health stream drops", framewor
 			// The drop is a fault of another claim of the same driver on
 			// the same node: it fires when that claim is prepared, after
 			// the watched device was seen Healthy.
-			ginkgo.By(fmt.Sprintf("a claim whose FaultSpec drops %s's health stream on %s for %s when it is prepared", d.Name, node, healthStreamDown))
+			ginkgo.By(fmt.Sprintf("a claim whose FaultSpec drops %s's health stream on %s for %s when it is prepared", d.Name, node, healthStreamDown()))
 			trigger := createClaim(ctx, f, "trigger", []request{{name: "dev", driver: d}}, config(d, faultspec.FaultSpec{
 				APIVersion: faultspec.APIVersion, Kind: faultspec.Kind,
-				Health: []faultspec.HealthFault{{Type: faultspec.StreamDrop, Duration: healthStreamDown.String(), Message: "faultline: health stream dropped in namespace " + f.Namespace.Name}},
+				Health: []faultspec.HealthFault{{Type: faultspec.StreamDrop, Duration: healthStreamDown().String(), Message: "faultline: health stream dropped in namespace " + f.Namespace.Name}},
 			}))
 			triggerPod := podWithClaims("trigger", trigger)
 			e2epod.SetNodeAffinity(&triggerPod.Spec, node)
@@ -82,17 +82,17 @@ var _ = describe("device health when the driver's health stream drops", framewor
 			harness.Ours(cs.CoreV1().Pods(triggerPod.Namespace).Delete(ctx, triggerPod.Name, metav1.DeleteOptions{}))
 			harness.Ours(cs.ResourceV1().ResourceClaims(trigger.Namespace).Delete(ctx, trigger.Name, metav1.DeleteOptions{}))
 
-			ginkgo.By(fmt.Sprintf("the pod status shows %s Unknown while the stream is down (the kubelet publishes it at the pod's next sync, within %s)", id, prepareRetryMax))
+			ginkgo.By(fmt.Sprintf("the pod status shows %s Unknown while the stream is down (the kubelet publishes it at the pod's next sync, within %s)", id, prepareRetryMax()))
 			var last v1.ResourceHealth
 			harness.Cause("not-unknown", func() {
 				gomega.Eventually(ctx, func(ctx context.Context) (v1.ResourceHealthStatus, error) {
 					h, err := health(ctx)
 					last = h
 					return h.Health, err
-				}).WithTimeout(healthStreamDown).WithPolling(poll).Should(gomega.Equal(v1.ResourceHealthStatusUnknown), func() string {
+				}).WithTimeout(healthStreamDown()).WithPolling(poll).Should(gomega.Equal(v1.ResourceHealthStatusUnknown), func() string {
 					return fmt.Sprintf("%s's health stream on %s was down for %s (reconnects refused), but the pod status kept showing %s as %q: "+
 						"the kubelet forgets a driver's device health when its stream ends (clearDriver), and must show the device Unknown by the pod's next sync",
-						d.Name, node, healthStreamDown, id, last.Health)
+						d.Name, node, healthStreamDown(), id, last.Health)
 				})
 			})
 			report("Unknown in pod status", "%s after the drop", time.Since(drop.Time).Round(time.Second))
@@ -143,7 +143,7 @@ var _ = describe("device health when the driver's health stream drops", framewor
 						return fmt.Errorf("the kubelet reconnected at %s, but the pod status still shows %s as %q", reconnected.Time.Format(time.RFC3339), id, h.Health)
 					}
 					return nil
-				}).WithTimeout(healthStreamDown + healthReconnectPeriod + healthTimeout).WithPolling(poll).Should(gomega.Succeed())
+				}).WithTimeout(healthStreamDown() + healthReconnectPeriod + healthTimeout).WithPolling(poll).Should(gomega.Succeed())
 			})
 			var gaps []time.Duration
 			for i := 1; i < len(refused); i++ {

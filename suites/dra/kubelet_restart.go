@@ -48,7 +48,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 
 		framework.It("retries a NodePrepareResources call the kubelet's restart cut: the pod runs, and the driver prepared the claim once", harness.Checks("DRA-KUBELET-RESTART-PREPARE"), framework.WithSlow(), func(ctx context.Context) {
 			// The restart cuts the stall short (faultline's length).
-			harness.Floor(floorKubeletRestart, floorQuietResync)
+			harness.Floor(floorKubeletRestart, floorQuietResync())
 			claim := createClaim(ctx, f, "restart-prepare", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults(stall, nil)))
 			pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("restart-prepare", claim)))
 			claim, _ = allocated(ctx, f, claim, firstDriver)
@@ -60,8 +60,8 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 			ginkgo.By("restarting the kubelet on " + node + " while the call is in progress")
 			k.restart(ctx)
 
-			ginkgo.By(fmt.Sprintf("the new kubelet prepares the claim; the pod stays Pending until then and runs (within %s)", prepareAfterKubeletRestart))
-			pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), prepareAfterKubeletRestart)
+			ginkgo.By(fmt.Sprintf("the new kubelet prepares the claim; the pod stays Pending until then and runs (within %s)", prepareAfterKubeletRestart()))
+			pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), prepareAfterKubeletRestart())
 			waitRunning(ctx, f, pod)
 			k.reRegistered(ctx)
 
@@ -74,7 +74,7 @@ var _ = harness.Describe(suite, func(ctx context.Context) { harness.Require(ctx,
 					"the call the restart cut, then one preparation by the new kubelet, and nothing else")
 			})
 
-			ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
+			ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax()))
 			expectNotPreparedAgain(ctx, node, claim, rep.Summary)
 		})
 

@@ -46,7 +46,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	}
 
 	framework.It("names every failing device of a claim in the error the user sees, and unprepares the healthy driver's claim exactly once", harness.Checks("DRA-EVERY-FAILING-DEVICE-NAMED"), framework.WithLabel("ci"), func(ctx context.Context) {
-		harness.Floor(floorResync)
+		harness.Floor(floorResync())
 		pair := createClaim(ctx, f, "pair", []request{{name: "a", driver: firstDriver}, {name: "b", driver: firstDriver}}, config(firstDriver, transientOnce))
 		healthy := createClaim(ctx, f, "healthy", []request{{name: "dev", driver: secondDriver}})
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("multi", pair, healthy)))
@@ -55,7 +55,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		gomega.Expect(pairDevs).To(gomega.HaveLen(2))
 		node := pod.Spec.NodeName
 
-		rep := pendingUntilPrepared(ctx, f, pod, firstDriver, string(pair.UID), prepareRetryMax+startSlack)
+		rep := pendingUntilPrepared(ctx, f, pod, firstDriver, string(pair.UID), prepareRetryMax()+startSlack)
 		waitRunning(ctx, f, pod)
 		gomega.Expect(rep.Calls[0].Error).To(gomega.ContainSubstring("2 of 2 devices failed"))
 
@@ -73,7 +73,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 	})
 
 	framework.It("names every failing claim when several claims of one driver fail in the same NodePrepareResources call", harness.Checks("DRA-EVERY-FAILING-CLAIM-NAMED"), func(ctx context.Context) {
-		harness.Floor(floorResync)
+		harness.Floor(floorResync())
 		cs := f.ClientSet
 		one := createClaim(ctx, f, "one", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
 		two := createClaim(ctx, f, "two", []request{{name: "dev", driver: firstDriver}}, config(firstDriver, transientOnce))
@@ -84,8 +84,8 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		healthy, _ = allocated(ctx, f, healthy, secondDriver)
 		node := pod.Spec.NodeName
 
-		pendingUntilPrepared(ctx, f, pod, firstDriver, string(one.UID), prepareRetryMax+startSlack)
-		pendingUntilPrepared(ctx, f, pod, firstDriver, string(two.UID), prepareRetryMax+startSlack)
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(one.UID), prepareRetryMax()+startSlack)
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(two.UID), prepareRetryMax()+startSlack)
 		waitRunning(ctx, f, pod)
 		var failedCalls []calls.Call
 		for _, c := range []*resourceapi.ResourceClaim{one, two} {
@@ -153,7 +153,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		})
 	})
 
-	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), harness.Lasts(2*kubeletResync), func(ctx context.Context) {
+	framework.It("unprepares the healthy driver's claim when the pod is deleted while the other driver keeps failing, and prepares nothing for the deleted pod", harness.Checks("DRA-DELETED-POD-UNPREPARED"), framework.WithLabel("ci"), harness.Lasts(2*nominalResync), func(ctx context.Context) {
 		cs := f.ClientSet
 		broken := createClaim(ctx, f, "broken", []request{{name: "dev", driver: firstDriver}},
 			config(firstDriver, faults([]faultspec.Fault{{Type: faultspec.Unclassified, Message: "faultline: never works"}}, nil)))
@@ -192,7 +192,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 					return nil
 				}
 				return fmt.Errorf("healthy claim not prepared yet, broken claim failed %d times", b.Summary.PrepareFailed)
-			}).WithTimeout((attempts-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+			}).WithTimeout((attempts-1)*prepareRetryMax() + startSlack).WithPolling(poll).Should(gomega.Succeed())
 		})
 		h, err := draClient().On(node, secondDriver).Calls(ctx, string(healthy.UID))
 		harness.Ours(err)
@@ -202,7 +202,7 @@ var _ = describe("several claims and two drivers, one failing", framework.WithFe
 		b, err := draClient().On(node, firstDriver).Calls(ctx, string(broken.UID))
 		harness.Ours(err)
 		if n := b.Summary.PrepareFailed; n > 1 {
-			harness.Floor(floorResync.Times(n - 1))
+			harness.Floor(floorResync().Times(n - 1))
 		} else {
 			harness.Floor()
 		}

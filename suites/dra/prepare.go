@@ -37,14 +37,14 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 	// while failing, then Running, exactly failures+1 prepare calls, one
 	// event per failure.
 	retriedUntilSuccess := func(ctx context.Context, name string, fault faultspec.Fault, failures int) {
-		harness.Floor(floorResync.Times(failures))
+		harness.Floor(floorResync().Times(failures))
 		claim := createClaim(ctx, f, name, []request{{name: "dev", driver: firstDriver}}, config(firstDriver, faults([]faultspec.Fault{fault}, nil)))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims(name, claim)))
 		claim, devs := allocated(ctx, f, claim, firstDriver)
 		gomega.Expect(devs).To(gomega.HaveLen(1))
 
-		ginkgo.By(fmt.Sprintf("the pod stays Pending through %d failing prepare calls (one per kubelet resync, %s-%s apart)", failures, prepareRetryMin, prepareRetryMax))
-		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), time.Duration(failures)*prepareRetryMax+startSlack)
+		ginkgo.By(fmt.Sprintf("the pod stays Pending through %d failing prepare calls (one per kubelet resync, %s-%s apart)", failures, prepareRetryMin(), prepareRetryMax()))
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), time.Duration(failures)*prepareRetryMax()+startSlack)
 		ginkgo.By("then it runs")
 		waitRunning(ctx, f, pod)
 
@@ -70,7 +70,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		})
 	}
 
-	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), harness.Lasts(2*prepareRetryMax), func(ctx context.Context) {
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), harness.Lasts(2*nominalRetryMax), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2)
 	})
 
@@ -107,12 +107,12 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 				phase = p.Status.Phase
 				failedAt, err = draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 				return phase == v1.PodFailed || failedAt.Summary.PrepareCalls >= 2, err
-			}).WithTimeout(prepareRetryMax+startSlack).WithPolling(poll).Should(gomega.BeTrue(),
+			}).WithTimeout(prepareRetryMax()+startSlack).WithPolling(poll).Should(gomega.BeTrue(),
 				"a permanent NodePrepareResources error must fail the pod, or at least be retried")
 		})
 		if phase != v1.PodFailed {
 			// The kubelet called again: at the pod's next resync.
-			harness.Floor(floorResync)
+			harness.Floor(floorResync())
 			gates, err := kubelet.ReadFeatureGates(ctx, cs, node)
 			gate := "unknown to the kubelet"
 			if enabled, known := gates[gatePermanentFailures]; err == nil && known {
@@ -124,20 +124,20 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		gomega.Expect(failedAt.Summary.PrepareCalls).To(gomega.BeNumerically(">=", 1))
 		gomega.Expect(failedAt.Summary.PrepareSucceeded).To(gomega.BeZero())
 
-		harness.Floor(floorQuietResync)
-		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax))
+		harness.Floor(floorQuietResync())
+		ginkgo.By(fmt.Sprintf("no prepare call follows the failure for a full kubelet resync (%s)", prepareRetryMax()))
 		harness.Cause("prepared-again", func() {
 			gomega.Consistently(ctx, func(ctx context.Context) int {
 				rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 				harness.Ours(err, "read the driver's call record")
 				return rep.Summary.PrepareCalls
-			}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
+			}).WithTimeout(prepareRetryMax()+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(failedAt.Summary.PrepareCalls),
 				"a failed pod's claim must not be prepared again")
 		})
 		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
 	})
 
-	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), harness.Lasts(2*prepareRetryMax), func(ctx context.Context) {
+	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), harness.Lasts(2*nominalRetryMax), func(ctx context.Context) {
 		cs := f.ClientSet
 		// Valid JSON, so the API server stores it; the driver's strict
 		// parser rejects the duration.
@@ -153,7 +153,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		// (minus tolerance) mean the kubelet spins on a failure that
 		// cannot go away.
 		const want = 3
-		ginkgo.By(fmt.Sprintf("observing %d prepare calls (up to %s)", want, (want-1)*prepareRetryMax+startSlack))
+		ginkgo.By(fmt.Sprintf("observing %d prepare calls (up to %s)", want, (want-1)*prepareRetryMax()+startSlack))
 		var rep calls.Report
 		harness.Cause("not-retried", func() {
 			gomega.Eventually(ctx, func(ctx context.Context) error {
@@ -172,13 +172,13 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 					return nil
 				}
 				return fmt.Errorf("%d prepare calls so far", rep.Summary.PrepareCalls)
-			}).WithTimeout((want-1)*prepareRetryMax + startSlack).WithPolling(poll).Should(gomega.Succeed())
+			}).WithTimeout((want-1)*prepareRetryMax() + startSlack).WithPolling(poll).Should(gomega.Succeed())
 		})
 
 		// Each prepare call after the first comes at a resync; a kubelet
 		// with KEP-5322 fails the pod at the first.
 		if n := rep.Summary.PrepareCalls; n > 1 {
-			harness.Floor(floorResync.Times(n - 1))
+			harness.Floor(floorResync().Times(n - 1))
 		} else {
 			harness.Floor()
 		}
@@ -186,8 +186,8 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		report("bad configuration retry gaps", "%s over %d calls", durations(g), rep.Summary.PrepareCalls)
 		harness.Cause("retried-too-fast", func() {
 			for i, gap := range g {
-				gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin-prepareRetryTolerance),
-					"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin)
+				gomega.Expect(gap).To(gomega.BeNumerically(">=", prepareRetryMin()-prepareRetryTolerance),
+					"prepare calls %d and %d for a claim that can never be prepared are %s apart; the kubelet must not retry faster than its resync (%s)", i+1, i+2, gap, prepareRetryMin())
 			}
 		})
 
@@ -205,8 +205,8 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		// witness of the kubelet: the events above are.
 	})
 
-	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), harness.Lasts(draCallTimeout+kubeletResync+prepareRetryMax), func(ctx context.Context) {
-		harness.Floor(floorCallDeadline, floorResync, floorQuietResync)
+	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), harness.Lasts(draCallTimeout+nominalResync+nominalRetryMax), func(ctx context.Context) {
+		harness.Floor(floorCallDeadline, floorResync(), floorQuietResync())
 		cs := f.ClientSet
 		// Longer than the kubelet's deadline, first call only.
 		stall := 2 * draCallTimeout
@@ -218,7 +218,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		node := pod.Spec.NodeName
 
 		ginkgo.By(fmt.Sprintf("the pod stays Pending while the first call stalls (the kubelet gives up after %s) and until the retry succeeds", draCallTimeout))
-		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), draCallTimeout+prepareRetryMax+startSlack)
+		pendingUntilPrepared(ctx, f, pod, firstDriver, string(claim.UID), draCallTimeout+prepareRetryMax()+startSlack)
 		waitRunning(ctx, f, pod)
 
 		rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
@@ -241,7 +241,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		})
 		report("retry after deadline", "%s", durations(gaps(rep, calls.Prepare)))
 
-		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax))
+		ginkgo.By(fmt.Sprintf("no second preparation after success, also not at the next kubelet resync (%s)", prepareRetryMax()))
 		harness.Cause("calls-wrong", func() {
 			gomega.Expect(rep.Summary).To(gomega.Equal(calls.Summary{PrepareCalls: 2, PrepareFailed: 1, PrepareSucceeded: 1}))
 		})

@@ -4,11 +4,16 @@ import (
 	"time"
 
 	"github.com/faultline-k8s/faultline/suites/harness"
+	"github.com/faultline-k8s/faultline/vocab/facts"
 )
 
 // Timeouts derive from the mechanisms that drive the kubelet's DRA calls,
 // measured on the faultline kind cluster (one node, Kubernetes v1.36.3,
-// containerd 2.4.2, kubelet syncFrequency left at its 1m default).
+// containerd 2.4.2, kubelet syncFrequency at its 1m default then). Those
+// that ride on the kubelet's resync are functions of its syncFrequency,
+// from the cluster's facts (faultline's clusters set it to
+// facts.DefaultKubeletSyncFrequency); the others are the kubelet's
+// constants.
 //
 // NodePrepareResources retry. A failing prepare makes SyncPod return without
 // a sync error (kuberuntime_manager.go only emits the event and returns), so
@@ -40,13 +45,50 @@ import (
 // its resync (the pod worker's requeue, 60-90 s, measured above for the
 // prepare retries). The first message of a new stream is news for every
 // device and updates the pods that use them at once.
+
+// kubeletResync is the kubelet's syncFrequency.
+func kubeletResync() time.Duration { return harness.Cluster().KubeletSyncFrequency }
+
+// prepareRetryMin and prepareRetryMax bound the gap between two prepare
+// calls for a pod whose preparation keeps failing: the resync, jittered
+// by up to half of it (pod_workers.go workerResyncIntervalJitterFactor).
+func prepareRetryMin() time.Duration { return kubeletResync() }
+func prepareRetryMax() time.Duration { return kubeletResync() * 3 / 2 }
+
+// healthStreamDown is how long a StreamDrop fault keeps the driver's
+// health stream down (reconnects refused): long enough for the kubelet to
+// publish the devices as Unknown, which waits for the pod's next resync
+// (at most prepareRetryMax), plus healthTimeout for the status write.
+func healthStreamDown() time.Duration { return prepareRetryMax() + healthTimeout }
+
+// prepareAfterKubeletRestart bounds the pod running after the restart: the
+// new kubelet's first prepare may come before the driver has registered
+// with it again and fail in the kubelet, and the next one comes at the
+// pod's resync (prepareRetryMax).
+func prepareAfterKubeletRestart() time.Duration {
+	return kubeletRestartTimeout + prepareRetryMax() + startSlack
+}
+
+// unresponsiveDown is how long an Unresponsive fault keeps a driver's DRA
+// service down: past the wiping delay with room to see the slices gone
+// (32 s after the stop, measured), and long enough that the kubelet's next
+// prepare, at the pod's resync (at most prepareRetryMax after the first),
+// finds it down too, so that the pod shows what the user is told while the
+// driver does not answer, not only the call that was cut.
+func unresponsiveDown() time.Duration {
+	return max(sliceWipingDelay+15*time.Second, prepareRetryMax()+prepareRetryTolerance) + 10*time.Second
+}
+
+// nominalResync and nominalRetryMax are the resync and the longest gap
+// between prepare calls that the specs' priorities (harness.Lasts) are
+// computed with when the spec tree is built, before the cluster's facts
+// are read: those of faultline's clusters. Priorities only order the specs.
 const (
-	// kubeletResync is the kubelet's syncFrequency (default 1m).
-	kubeletResync = time.Minute
-	// prepareRetryMin and prepareRetryMax bound the gap between two
-	// prepare calls for a pod whose preparation keeps failing.
-	prepareRetryMin = kubeletResync
-	prepareRetryMax = kubeletResync * 3 / 2
+	nominalResync   = facts.DefaultKubeletSyncFrequency
+	nominalRetryMax = nominalResync * 3 / 2
+)
+
+const (
 	// prepareRetryTolerance allows for clock granularity between the
 	// kubelet's requeue and the driver's record (the pod worker only looks
 	// at its queue once a second) when checking prepareRetryMin.
@@ -84,13 +126,6 @@ const (
 	// healthReconnectPeriod is how long after a health stream ended the
 	// kubelet starts the next one.
 	healthReconnectPeriod = 5 * time.Second
-	// healthStreamDown is how long a StreamDrop fault keeps the driver's
-	// health stream down (reconnects refused): long enough for the
-	// kubelet to publish the devices as Unknown, which waits for the pod's
-	// next resync (at most prepareRetryMax), plus healthTimeout for the
-	// status write.
-	healthStreamDown = prepareRetryMax + healthTimeout
-
 	// kubeletRestartTimeout bounds a kubelet restart through the CRI relay
 	// (POST /restart-kubelet, SIGTERM): systemd starts it again after
 	// RestartSec (1 s in kind's kubelet.service, Restart=always), the new
@@ -106,30 +141,22 @@ const (
 	// restart ends it, and long enough to see it in progress (poll) and
 	// restart the kubelet meanwhile.
 	kubeletRestartStall = 30 * time.Second
-	// prepareAfterKubeletRestart bounds the pod running after the restart:
-	// the new kubelet's first prepare may come before the driver has
-	// registered with it again and fail in the kubelet, and the next one
-	// comes at the pod's resync (prepareRetryMax).
-	prepareAfterKubeletRestart = kubeletRestartTimeout + prepareRetryMax + startSlack
+	// draReconcilePeriod is how often the kubelet's DRA manager reconciles
+	// its claim state with the pods (pkg/kubelet/cm/dra/manager.go
+	// defaultReconcilePeriod, 60 s in v1.35-v1.37; not the resync).
+	draReconcilePeriod = 60 * time.Second
 	// unprepareAfterKubeletRestart bounds the pod's deletion completing
 	// after the restart: a failed unprepare (driver not registered yet) is
 	// retried with the error backoff (unprepareRetryMax), and the DRA
-	// manager's reconcile loop (once a kubelet resync period) unprepares
-	// the claims of pods that are gone; the larger of the two.
-	unprepareAfterKubeletRestart = kubeletRestartTimeout + kubeletResync + startSlack
+	// manager's reconcile loop unprepares the claims of pods that are
+	// gone; the larger of the two.
+	unprepareAfterKubeletRestart = kubeletRestartTimeout + draReconcilePeriod + startSlack
 	// sliceWipingDelay is how long the kubelet waits after it lost its
 	// connection to a driver (and no other endpoint of it is connected)
 	// before it deletes the driver's ResourceSlices on the node
 	// (pkg/kubelet/cm/dra/manager.go: defaultWipingDelay, 30 s in v1.36.3
 	// and v1.37.2).
 	sliceWipingDelay = 30 * time.Second
-	// unresponsiveDown is how long an Unresponsive fault keeps a driver's
-	// DRA service down: past the wiping delay, and long enough that the
-	// kubelet's next prepare, at the pod's resync (at most
-	// prepareRetryMax after the first), finds it down too, so that the
-	// pod shows what the user is told while the driver does not answer,
-	// not only the call that was cut.
-	unresponsiveDown = prepareRetryMax + prepareRetryTolerance + 10*time.Second
 	// grpcReconnectMax is gRPC's default maximum connection backoff
 	// (google.golang.org/grpc/backoff.DefaultConfig.MaxDelay): the kubelet
 	// dials its channel to a driver again at most this long after the
@@ -140,12 +167,19 @@ const (
 // The kubelet's timers as the specs' floors name them (harness.Floor): a
 // retry at its base interval, a window that must outlast a timer at the
 // timer's longest.
+
+// floorResync: a failed prepare is retried at the pod's next resync.
+func floorResync() harness.Part {
+	return harness.Wait("kubelet resync (syncFrequency) before the prepare retry", prepareRetryMin())
+}
+
+// floorQuietResync: a window in which no prepare call may come lasts a
+// whole resync with its jitter.
+func floorQuietResync() harness.Part {
+	return harness.Wait("a whole kubelet resync with its jitter, without a prepare call", prepareRetryMax())
+}
+
 var (
-	// floorResync: a failed prepare is retried at the pod's next resync.
-	floorResync = harness.Wait("kubelet resync (syncFrequency) before the prepare retry", prepareRetryMin)
-	// floorQuietResync: a window in which no prepare call may come lasts a
-	// whole resync with its jitter.
-	floorQuietResync = harness.Wait("a whole kubelet resync with its jitter, without a prepare call", prepareRetryMax)
 	// floorCallDeadline: the kubelet gives up on a stalled DRA call.
 	floorCallDeadline = harness.Wait("kubelet's DRA call deadline", draCallTimeout)
 	// floorUnprepareBackOff: a failed unprepare of a quiet terminating pod

@@ -36,18 +36,18 @@ import (
 // drivers are their own, and the fixture set's readiness, which every
 // spec's BeforeEach asks, leaves the stopped driver to this spec
 // (suite.go, stoppedByFault). It lasts about unresponsiveDown and a resync
-// (150-170 s measured), so it starts before the shorter specs
-// (harness.Lasts).
+// (150-170 s measured with the kubelet's 1m resync), so it starts before
+// the shorter specs (harness.Lasts).
 var _ = describe("a driver that stops answering after registration", framework.WithFeature(featureDRA), func() {
 	f := framework.NewDefaultFramework("dra-unresponsive")
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)
 
-	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), harness.Lasts(unresponsiveDown+kubeletResync), func(ctx context.Context) {
+	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), harness.Lasts(sliceWipingDelay+15*time.Second+10*time.Second+nominalResync), func(ctx context.Context) {
 		// The first prepare stops the service, the one at the next resync
 		// finds it down (the wiping delay runs meanwhile), the one after
 		// finds it back.
-		harness.Floor(floorResync.Times(2))
+		harness.Floor(floorResync().Times(2))
 		cs := f.ClientSet
 		// The third driver, this spec's own. Its name is no part of
 		// another driver's name, nor another's part of it
@@ -56,14 +56,14 @@ var _ = describe("a driver that stops answering after registration", framework.W
 		d := thirdDriver
 		claim := createClaim(ctx, f, "unresponsive", []request{{name: "dev", driver: d}}, config(d, faultspec.FaultSpec{
 			APIVersion: faultspec.APIVersion, Kind: faultspec.Kind,
-			Service: []faultspec.ServiceFault{{Type: faultspec.Unresponsive, Duration: unresponsiveDown.String()}},
+			Service: []faultspec.ServiceFault{{Type: faultspec.Unresponsive, Duration: unresponsiveDown().String()}},
 		}))
 		pod := scheduled(ctx, f, createPod(ctx, f, podWithClaims("unresponsive", claim)))
 		claim, _ = allocated(ctx, f, claim, d)
 		node := pod.Spec.NodeName
 		driverOnNode := draClient().On(node, d)
 
-		ginkgo.By(fmt.Sprintf("the claim's first prepare stops %s's DRA service on %s for %s; its registration stays", d.Name, node, unresponsiveDown))
+		ginkgo.By(fmt.Sprintf("the claim's first prepare stops %s's DRA service on %s for %s; its registration stays", d.Name, node, unresponsiveDown()))
 		var stop driver.ServiceEvent
 		gomega.Eventually(ctx, func(ctx context.Context) error {
 			st, err := driverOnNode.Service(ctx)
@@ -107,7 +107,7 @@ var _ = describe("a driver that stops answering after registration", framework.W
 		ginkgo.By(fmt.Sprintf("once the driver answers again (at %s), the kubelet reconnects (gRPC backoff, at most %s), retries the prepare at the pod's resync, and the pod runs",
 			stop.Until.Format(time.RFC3339), grpcReconnectMax))
 		harness.Cause("not-running", func() {
-			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, cs, pod.Name, pod.Namespace, time.Until(*stop.Until)+grpcReconnectMax+prepareRetryMax+startSlack),
+			framework.ExpectNoError(e2epod.WaitTimeoutForPodRunningInNamespace(ctx, cs, pod.Name, pod.Namespace, time.Until(*stop.Until)+grpcReconnectMax+prepareRetryMax()+startSlack),
 				"pod %s must run once %s answers again", pod.Name, d.Name)
 		})
 		rep, err := driverOnNode.Calls(ctx, string(claim.UID))

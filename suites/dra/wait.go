@@ -167,7 +167,7 @@ func expectNotPreparedAgain(ctx context.Context, node string, claim *resourceapi
 			rep, err := draClient().On(node, firstDriver).Calls(ctx, string(claim.UID))
 			harness.Ours(err, "read the driver's call record")
 			return rep.Summary
-		}).WithTimeout(prepareRetryMax+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(prepared),
+		}).WithTimeout(prepareRetryMax()+prepareRetryTolerance).WithPolling(5*time.Second).Should(gomega.Equal(prepared),
 			"a prepared claim of a running pod must not be prepared again")
 	})
 }

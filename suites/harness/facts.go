@@ -34,6 +34,10 @@ type ClusterInfo struct {
 	// plugin timeouts.
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	// KubeletSyncFrequency is the kubelet's syncFrequency: a pod worker
+	// syncs a pod it has no news of this often (with up to half of it
+	// added as jitter). The DRA specs' retries and windows derive from it.
+	KubeletSyncFrequency time.Duration
 	// NRIVersion is the containerd/nri release the runtime was built with
 	// ("v0.12.5"); empty when unknown (a cluster faultline did not make,
 	// or a node image it did not build).
@@ -161,12 +165,15 @@ func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 		o.NRIRequestTimeout, f.NRIRequestTimeout, "", facts.DefaultNRIRequestTimeout, "default (the runtime's NRI settings are not visible from the API)")
 	info.NRIRegistrationTimeout = duration("nri-registration-timeout", "",
 		0, f.NRIRegistrationTimeout, "", facts.DefaultNRIRegistrationTimeout, "default (the runtime's NRI settings are not visible from the API)")
+	info.KubeletSyncFrequency = duration("kubelet-sync-frequency", "--faultline.kubelet-sync-frequency",
+		o.KubeletSyncFrequency, f.KubeletSyncFrequency, "the kubelet's /configz", facts.KubeletDefaultSyncFrequency, "the kubelet's default (its /configz was not read)")
 
 	notes = append(notes,
 		fmt.Sprintf("runtime %s (%s)", info.RuntimeDescription(), info.Sources["runtime"]),
 		fmt.Sprintf("runtime-request-timeout %s (%s)", info.RuntimeRequestTimeout, info.Sources["runtime-request-timeout"]),
 		fmt.Sprintf("nri-request-timeout %s (%s)", info.NRIRequestTimeout, info.Sources["nri-request-timeout"]),
 		fmt.Sprintf("nri-registration-timeout %s (%s)", info.NRIRegistrationTimeout, info.Sources["nri-registration-timeout"]),
+		fmt.Sprintf("kubelet-sync-frequency %s (%s)", info.KubeletSyncFrequency, info.Sources["kubelet-sync-frequency"]),
 	)
 	if f.KubernetesVersion != "" {
 		notes = append(notes, fmt.Sprintf("kubernetes %s (%s)", f.KubernetesVersion, from("node status")))
@@ -189,6 +196,9 @@ func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 	}
 	if f.NRIRequestTimeout > 0 {
 		want.NRIRequestTimeout = o.NRIRequestTimeout
+	}
+	if f.KubeletSyncFrequency > 0 {
+		want.KubeletSyncFrequency = o.KubeletSyncFrequency
 	}
 	for _, m := range f.Mismatch(want) {
 		notes = append(notes, "override contradicts the cluster's facts: "+m)

@@ -89,6 +89,45 @@ func TestResolveClusterPrecedence(t *testing.T) {
 	}
 }
 
+// The kubelet's syncFrequency, which the DRA specs' retries derive from:
+// the flag, else the facts, else the kubelet's own default, each named.
+func TestResolveKubeletSyncFrequency(t *testing.T) {
+	made := clusterFacts{Source: sourceConfigMap, Facts: facts.Facts{Runtime: "containerd", KubeletSyncFrequency: facts.Duration(20 * time.Second)}}
+	foreign := clusterFacts{Source: sourceNodes, Facts: facts.Facts{Runtime: "containerd", KubeletSyncFrequency: facts.Duration(time.Minute)}}
+	closed := clusterFacts{Source: sourceNodes, Facts: facts.Facts{Runtime: "containerd"}}
+	for _, tc := range []struct {
+		name    string
+		o       Options
+		in      clusterFacts
+		want    time.Duration
+		source  string
+		against string
+	}{
+		{"faultline's cluster", Options{}, made, 20 * time.Second, sourceConfigMap, ""},
+		{"a foreign cluster's /configz", Options{}, foreign, time.Minute, "the kubelet's /configz", ""},
+		{"a kubelet that does not show it", Options{}, closed, facts.KubeletDefaultSyncFrequency, "the kubelet's default (its /configz was not read)", ""},
+		{"the flag wins", Options{KubeletSyncFrequency: 30 * time.Second}, made, 30 * time.Second, "flag --faultline.kubelet-sync-frequency",
+			"kubelet-sync-frequency: the cluster has 20s, the run asks for 30s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, notes, err := resolveCluster(tc.o, tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.KubeletSyncFrequency != tc.want || got.Sources["kubelet-sync-frequency"] != tc.source {
+				t.Errorf("sync frequency %s from %q, want %s from %q", got.KubeletSyncFrequency, got.Sources["kubelet-sync-frequency"], tc.want, tc.source)
+			}
+			joined := strings.Join(notes, "\n")
+			if !strings.Contains(joined, "kubelet-sync-frequency "+tc.want.String()) {
+				t.Errorf("notes do not log the sync frequency:\n%s", joined)
+			}
+			if tc.against != "" && !strings.Contains(joined, tc.against) {
+				t.Errorf("notes do not name the contradiction %q:\n%s", tc.against, joined)
+			}
+		})
+	}
+}
+
 func TestResolveClusterErrors(t *testing.T) {
 	if _, _, err := resolveCluster(Options{}, clusterFacts{Source: "no facts"}); err == nil || !strings.Contains(err.Error(), "--faultline.runtime") {
 		t.Errorf("no runtime anywhere: want an error naming --faultline.runtime, got %v", err)

@@ -48,6 +48,9 @@ type Options struct {
 	// (containerd plugin_request_timeout, CRI-O nri_plugin_request_timeout);
 	// zero: from the cluster's facts, else facts.DefaultNRIRequestTimeout.
 	NRIRequestTimeout time.Duration
+	// KubeletSyncFrequency overrides the kubelet's syncFrequency; zero:
+	// from the cluster's facts, else facts.KubeletDefaultSyncFrequency.
+	KubeletSyncFrequency time.Duration
 	// DumpDir receives a failed spec's namespace dump, DIR/<namespace>/
 	// (dump.go); empty: no dump files.
 	DumpDir string
@@ -69,6 +72,7 @@ func registerFlags(fs *flag.FlagSet) {
 	fs.StringVar(&Flags.Runtime, "faultline.runtime", "", "override the nodes' container runtime ("+runtimeNames()+"); empty: from the cluster's facts (ConfigMap kube-system/faultline-cluster, else node status)")
 	fs.DurationVar(&Flags.RuntimeRequestTimeout, "faultline.runtime-request-timeout", 0, "override the kubelet's runtimeRequestTimeout; 0: from the cluster's facts (ConfigMap, else the kubelet's /configz)")
 	fs.DurationVar(&Flags.NRIRequestTimeout, "faultline.nri-request-timeout", 0, "override the runtime's NRI plugin request timeout; 0: from the cluster's facts (ConfigMap; a cluster faultline did not make: the default, 2s)")
+	fs.DurationVar(&Flags.KubeletSyncFrequency, "faultline.kubelet-sync-frequency", 0, "override the kubelet's syncFrequency; 0: from the cluster's facts (ConfigMap, else the kubelet's /configz; unknown: the kubelet's default, 1m)")
 	fs.StringVar(&Flags.DumpDir, "faultline.dump-dir", "", "write a failed spec's namespace into `DIR`/<namespace>/: pods/<pod>.yaml, events.txt, pod-logs/<pod>_<container>.log and fakes/<fixture-ns>_<pod>_<container>.log (the fakes' log lines that mention the namespace); the report links it as DIR's base name/<namespace>; empty: no dump files")
 }
 
@@ -141,6 +145,7 @@ func checkFlags(kubeconfigGiven bool) error {
 	for name, d := range map[string]time.Duration{
 		"--faultline.runtime-request-timeout": Flags.RuntimeRequestTimeout,
 		"--faultline.nri-request-timeout":     Flags.NRIRequestTimeout,
+		"--faultline.kubelet-sync-frequency":  Flags.KubeletSyncFrequency,
 	} {
 		if d < 0 {
 			return fmt.Errorf("%s must not be negative (0: from the cluster's facts), got %s", name, d)

@@ -62,9 +62,11 @@ func checkTreeRuntime(info ClusterInfo) error {
 	return nil
 }
 
-// Lasts starts a spec that waits out minutes of the stack's timers (about
-// d) before the shorter ones, the longest first: a long spec that started
-// last would make the whole run wait for it. Ginkgo runs higher priorities
-// first (spec by spec with --randomize-all, as ginkgorun runs it); the e2e
-// framework's Slow label is priority 1.
-func Lasts(d time.Duration) any { return ginkgo.SpecPriority(int(d / time.Minute)) }
+// Lasts starts a spec that waits out a long stretch of the stack's timers
+// (about d) before the shorter ones, the longest first: a long spec that
+// started last would make the whole run wait for it. Ginkgo runs higher
+// priorities first (spec by spec with --randomize-all, as ginkgorun runs
+// it); a priority counts d in tens of seconds, so that specs of a minute or
+// two still sort, and a spec of 20 s or more goes before the e2e
+// framework's Slow label (priority 1).
+func Lasts(d time.Duration) any { return ginkgo.SpecPriority(int(d / (10 * time.Second))) }

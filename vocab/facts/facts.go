@@ -49,6 +49,16 @@ const (
 	// DefaultNRIRegistrationTimeout is the runtime's NRI plugin registration
 	// timeout (both runtimes default to 5s).
 	DefaultNRIRegistrationTimeout = 5 * time.Second
+	// DefaultKubeletSyncFrequency is the kubelet syncFrequency of
+	// faultline's clusters: how often a pod worker syncs a pod it has no
+	// news of, which paces the kubelet's NodePrepareResources retries and
+	// its pod status updates. The kubelet's own default is
+	// KubeletDefaultSyncFrequency; a third of it keeps the DRA specs, which
+	// wait out several resyncs, short.
+	DefaultKubeletSyncFrequency = 20 * time.Second
+	// KubeletDefaultSyncFrequency is the kubelet's own default, assumed for
+	// a cluster whose kubelet does not show its configuration.
+	KubeletDefaultSyncFrequency = time.Minute
 )
 
 // Facts describe one cluster.
@@ -65,6 +75,8 @@ type Facts struct {
 	RuntimeRequestTimeout  Duration `json:"runtimeRequestTimeout,omitempty"`
 	NRIRequestTimeout      Duration `json:"nriRequestTimeout,omitempty"`
 	NRIRegistrationTimeout Duration `json:"nriRegistrationTimeout,omitempty"`
+	// KubeletSyncFrequency is the kubelet's syncFrequency.
+	KubeletSyncFrequency Duration `json:"kubeletSyncFrequency,omitempty"`
 	// NRIVersion is the containerd/nri release the runtime was built with
 	// ("v0.12.5"), when the node image's builder knows it.
 	NRIVersion string `json:"nriVersion,omitempty"`
@@ -112,6 +124,7 @@ type Settings struct {
 	RuntimeRequestTimeout  time.Duration
 	NRIRequestTimeout      time.Duration
 	NRIRegistrationTimeout time.Duration
+	KubeletSyncFrequency   time.Duration
 	FeatureGates           map[string]bool
 }
 
@@ -128,6 +141,9 @@ func (s Settings) WithDefaults() Settings {
 	}
 	if s.NRIRegistrationTimeout == 0 {
 		s.NRIRegistrationTimeout = DefaultNRIRegistrationTimeout
+	}
+	if s.KubeletSyncFrequency == 0 {
+		s.KubeletSyncFrequency = DefaultKubeletSyncFrequency
 	}
 	return s
 }
@@ -153,6 +169,7 @@ func (f Facts) Mismatch(want Settings) []string {
 	check("runtime-request-timeout", f.RuntimeRequestTimeout, want.RuntimeRequestTimeout)
 	check("nri-request-timeout", f.NRIRequestTimeout, want.NRIRequestTimeout)
 	check("nri-registration-timeout", f.NRIRegistrationTimeout, want.NRIRegistrationTimeout)
+	check("kubelet-sync-frequency", f.KubeletSyncFrequency, want.KubeletSyncFrequency)
 	if len(want.FeatureGates) > 0 && !maps.Equal(want.FeatureGates, f.FeatureGates) {
 		out = append(out, fmt.Sprintf("feature gates: the cluster has %s, the run asks for %s", FormatGates(f.FeatureGates), FormatGates(want.FeatureGates)))
 	}
@@ -202,7 +219,7 @@ func Read(ctx context.Context, cs kubernetes.Interface) (f Facts, found bool, er
 
 // FromNodes reads what it can of the facts off a cluster's nodes: the
 // runtime and Kubernetes version from node status, the kubelet's
-// runtimeRequestTimeout from its /configz (vocab/kubelet). The runtime's NRI
+// runtimeRequestTimeout and syncFrequency from its /configz (vocab/kubelet). The runtime's NRI
 // timeouts are not visible from the API: they are left at zero for the
 // caller to fill (flags, or the defaults).
 func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
@@ -225,8 +242,9 @@ func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 		if f.Runtime == "" {
 			f.Runtime, f.RuntimeVersion = rt.Name, version
 			f.KubernetesVersion = n.Status.NodeInfo.KubeletVersion
-			if d, err := kubeletRuntimeRequestTimeout(ctx, cs, n.Name); err == nil {
-				f.RuntimeRequestTimeout = Duration(d)
+			if cfg, err := kubelet.ReadConfig(ctx, cs, n.Name); err == nil {
+				f.RuntimeRequestTimeout = configDuration(cfg.RuntimeRequestTimeout)
+				f.KubeletSyncFrequency = configDuration(cfg.SyncFrequency)
 			}
 		}
 	}
@@ -241,12 +259,14 @@ func FromNodes(ctx context.Context, cs kubernetes.Interface) (Facts, error) {
 	return f, nil
 }
 
-func kubeletRuntimeRequestTimeout(ctx context.Context, cs kubernetes.Interface, node string) (time.Duration, error) {
-	cfg, err := kubelet.ReadConfig(ctx, cs, node)
-	if err != nil {
-		return 0, err
+// configDuration reads a duration of the kubelet's /configz; zero (unknown)
+// when it has none or one that does not parse.
+func configDuration(s string) Duration {
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0
 	}
-	return time.ParseDuration(cfg.RuntimeRequestTimeout)
+	return Duration(d)
 }
 
 // ParseGates reads feature gates written as Kubernetes flags do

@@ -80,7 +80,8 @@ func TestDurationJSON(t *testing.T) {
 func TestWithDefaults(t *testing.T) {
 	got := Settings{NRIRequestTimeout: time.Second}.WithDefaults()
 	want := Settings{Runtime: "containerd", RuntimeRequestTimeout: DefaultRuntimeRequestTimeout,
-		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: DefaultNRIRegistrationTimeout}
+		NRIRequestTimeout: time.Second, NRIRegistrationTimeout: DefaultNRIRegistrationTimeout,
+		KubeletSyncFrequency: DefaultKubeletSyncFrequency}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("WithDefaults = %+v, want %+v", got, want)
 	}
@@ -105,6 +106,13 @@ func TestMismatch(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("Mismatch =\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// A kept cluster made before faultline set the kubelet's syncFrequency
+	// has none in its facts: reusing it for a run that assumes one is an
+	// error, not a silent reuse.
+	if got := full.Mismatch(Settings{KubeletSyncFrequency: DefaultKubeletSyncFrequency}); len(got) != 1 ||
+		got[0] != "kubelet-sync-frequency: the cluster has 0s, the run asks for 20s" {
+		t.Errorf("sync frequency: %v", got)
 	}
 	if got := full.Mismatch(Settings{Runtime: "rkt"}); len(got) != 1 || !strings.Contains(got[0], `"rkt"`) {
 		t.Errorf("unknown runtime: %v", got)

@@ -24,6 +24,8 @@ import (
 type Config struct {
 	ContainerRuntimeEndpoint string `json:"containerRuntimeEndpoint"`
 	RuntimeRequestTimeout    string `json:"runtimeRequestTimeout"`
+	// SyncFrequency is the pod workers' resync interval.
+	SyncFrequency string `json:"syncFrequency"`
 	// FeatureGates are only the gates set explicitly; /metrics has all
 	// (ParseFeatureGates).
 	FeatureGates map[string]bool `json:"featureGates"`
