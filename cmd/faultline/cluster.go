@@ -59,7 +59,7 @@ func init() {
 			fs.DurationVar(&s.NRIRegistrationTimeout, "nri-registration-timeout", 0,
 				fmt.Sprintf("runtime's NRI plugin registration timeout (0: %s)", facts.DefaultNRIRegistrationTimeout))
 			fs.DurationVar(&s.KubeletSyncFrequency, "kubelet-sync-frequency", 0,
-				fmt.Sprintf("kubelet syncFrequency: the pods' resync, which paces the DRA prepare retries (0: %s; the kubelet's own default is %s)", facts.DefaultKubeletSyncFrequency, facts.KubeletDefaultSyncFrequency))
+				fmt.Sprintf("kubelet syncFrequency: the pods' resync, which paces the DRA prepare retries (0: %s; the kubelet's own default is %s)", facts.DefaultKubeletSyncFrequency, facts.KubeletBuiltinSyncFrequency))
 			kubeconfig := fs.String("kubeconfig", "", "where to write the cluster's kubeconfig (required)")
 			wait := fs.Duration("wait", 3*time.Minute, "how long to wait for the nodes to be Ready")
 			fs.BoolVar(&s.Retain, "retain", false, "keep the nodes of a failed create, to debug them (delete-cluster removes them)")

@@ -70,7 +70,7 @@ func init() {
 			fs.StringVar(&o.Expectations, "expectations", "", "judge by these expectations (a file or a directory of <runtime>-<major.minor>.yaml) instead of the built-in ones")
 			fs.BoolVar(&o.AllowIncomplete, "allow-incomplete", false, "exit 0, not 4, when a selected requirement was not checked (skipped or inconclusive) and nothing is unexpected; the report says so either way")
 			fs.DurationVar(&o.NRIRequestTimeout, "nri-request-timeout", 0, "the runtime's NRI plugin request timeout of new clusters (default: vocab/facts, 2s)")
-			fs.DurationVar(&o.KubeletSyncFrequency, "kubelet-sync-frequency", 0, fmt.Sprintf("kubelet syncFrequency of new clusters: the pods' resync, which paces the DRA prepare retries (default: vocab/facts, %s; the kubelet's own default is %s)", facts.DefaultKubeletSyncFrequency, facts.KubeletDefaultSyncFrequency))
+			fs.DurationVar(&o.KubeletSyncFrequency, "kubelet-sync-frequency", 0, fmt.Sprintf("kubelet syncFrequency of new clusters: the pods' resync, which paces the DRA prepare retries (default: vocab/facts, %s; the kubelet's own default is %s)", facts.DefaultKubeletSyncFrequency, facts.KubeletBuiltinSyncFrequency))
 			return func(ctx context.Context, args []string) error {
 				rtList, err := runtimes.Parse(rts...)
 				if err != nil {

@@ -33,7 +33,7 @@ var _ = describe("device health when the driver's health stream drops", framewor
 	// (gRPC status Unavailable), not the kubelet's connection to the
 	// driver, which those calls share. A spec that checks the second
 	// driver's health must be Serial with this one.
-	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth), harness.Lasts(nominalRetryMax+healthTimeout),
+	framework.It("shows a device's health as Unknown in the pod status while the driver's health stream is down, and Healthy again once the kubelet has reconnected", harness.Checks("DRA-HEALTH-RECONNECT"), harness.Informs(needs.GateHealth), harness.Lasts(healthStreamDownOf(nominalResync)),
 		framework.WithFeature(featureResourceHealth), framework.WithSlow(), func(ctx context.Context) {
 			// The stream stays down until the pod's next resync, at most
 			// prepareRetryMax away, has shown the device Unknown; the rest

@@ -70,7 +70,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		})
 	}
 
-	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), harness.Lasts(2*nominalRetryMax), func(ctx context.Context) {
+	framework.It("retries a transient failure until it succeeds: the pod stays Pending meanwhile, then runs; the driver sees exactly N+1 prepare calls; each failure is a Warning event FailedPrepareDynamicResources naming driver, device and claim", harness.Checks("DRA-TRANSIENT-RETRIED"), framework.WithLabel("ci"), harness.Lasts(2*retryMaxOf(nominalResync)), func(ctx context.Context) {
 		retriedUntilSuccess(ctx, "transient", faultspec.Fault{Type: faultspec.Transient, Count: ptr.To(2), Message: "faultline: transient failure"}, 2)
 	})
 
@@ -137,7 +137,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		checkPrepareEvents(ctx, f, pod, claim.Name, failedAt, firstDriver, devs[0].Device)
 	})
 
-	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), harness.Lasts(2*nominalRetryMax), func(ctx context.Context) {
+	framework.It("reports a bad configuration naming the offending field, and does not retry it faster than the kubelet's resync", harness.Checks("DRA-BAD-CONFIG-NAMED"), harness.Lasts(2*retryMaxOf(nominalResync)), func(ctx context.Context) {
 		cs := f.ClientSet
 		// Valid JSON, so the API server stores it; the driver's strict
 		// parser rejects the duration.
@@ -205,7 +205,7 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 		// witness of the kubelet: the events above are.
 	})
 
-	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), harness.Lasts(draCallTimeout+nominalResync+nominalRetryMax), func(ctx context.Context) {
+	framework.It("retries a prepare that stalls past the kubelet's 45 s deadline, and after success the driver sees no duplicate preparation", harness.Checks("DRA-DEADLINE-RETRIED"), framework.WithSlow(), harness.Lasts(draCallTimeout+nominalResync+retryMaxOf(nominalResync)), func(ctx context.Context) {
 		harness.Floor(floorCallDeadline, floorResync(), floorQuietResync())
 		cs := f.ClientSet
 		// Longer than the kubelet's deadline, first call only.

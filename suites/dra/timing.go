@@ -53,13 +53,20 @@ func kubeletResync() time.Duration { return harness.Cluster().KubeletSyncFrequen
 // calls for a pod whose preparation keeps failing: the resync, jittered
 // by up to half of it (pod_workers.go workerResyncIntervalJitterFactor).
 func prepareRetryMin() time.Duration { return kubeletResync() }
-func prepareRetryMax() time.Duration { return kubeletResync() * 3 / 2 }
+func prepareRetryMax() time.Duration { return retryMaxOf(kubeletResync()) }
+
+// retryMaxOf is prepareRetryMax for a resync.
+func retryMaxOf(resync time.Duration) time.Duration { return resync * 3 / 2 }
 
 // healthStreamDown is how long a StreamDrop fault keeps the driver's
 // health stream down (reconnects refused): long enough for the kubelet to
 // publish the devices as Unknown, which waits for the pod's next resync
 // (at most prepareRetryMax), plus healthTimeout for the status write.
-func healthStreamDown() time.Duration { return prepareRetryMax() + healthTimeout }
+func healthStreamDown() time.Duration { return healthStreamDownOf(kubeletResync()) }
+
+func healthStreamDownOf(resync time.Duration) time.Duration {
+	return retryMaxOf(resync) + healthTimeout
+}
 
 // prepareAfterKubeletRestart bounds the pod running after the restart: the
 // new kubelet's first prepare may come before the driver has registered
@@ -75,18 +82,16 @@ func prepareAfterKubeletRestart() time.Duration {
 // prepare, at the pod's resync (at most prepareRetryMax after the first),
 // finds it down too, so that the pod shows what the user is told while the
 // driver does not answer, not only the call that was cut.
-func unresponsiveDown() time.Duration {
-	return max(sliceWipingDelay+15*time.Second, prepareRetryMax()+prepareRetryTolerance) + 10*time.Second
+func unresponsiveDown() time.Duration { return unresponsiveDownOf(kubeletResync()) }
+
+func unresponsiveDownOf(resync time.Duration) time.Duration {
+	return max(sliceWipingDelay+15*time.Second, retryMaxOf(resync)+prepareRetryTolerance) + 10*time.Second
 }
 
-// nominalResync and nominalRetryMax are the resync and the longest gap
-// between prepare calls that the specs' priorities (harness.Lasts) are
+// nominalResync is the resync the specs' priorities (harness.Lasts) are
 // computed with when the spec tree is built, before the cluster's facts
-// are read: those of faultline's clusters. Priorities only order the specs.
-const (
-	nominalResync   = facts.DefaultKubeletSyncFrequency
-	nominalRetryMax = nominalResync * 3 / 2
-)
+// are read: that of faultline's clusters. Priorities only order the specs.
+const nominalResync = facts.DefaultKubeletSyncFrequency
 
 const (
 	// prepareRetryTolerance allows for clock granularity between the

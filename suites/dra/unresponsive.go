@@ -43,7 +43,7 @@ var _ = describe("a driver that stops answering after registration", framework.W
 	f.NamespacePodSecurityLevel = admissionapi.LevelRestricted
 	dumpOnFailure(f)
 
-	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), harness.Lasts(sliceWipingDelay+15*time.Second+10*time.Second+nominalResync), func(ctx context.Context) {
+	framework.It("removes the ResourceSlices of a registered driver that stops answering, names the driver in the error the pod sees, and runs the pod once the driver answers again", harness.Checks("DRA-UNRESPONSIVE-DRIVER"), framework.WithSlow(), harness.Lasts(unresponsiveDownOf(nominalResync)+nominalResync), func(ctx context.Context) {
 		// The first prepare stops the service, the one at the next resync
 		// finds it down (the wiping delay runs meanwhile), the one after
 		// finds it back.

@@ -166,7 +166,7 @@ func resolveCluster(o Options, in clusterFacts) (ClusterInfo, []string, error) {
 	info.NRIRegistrationTimeout = duration("nri-registration-timeout", "",
 		0, f.NRIRegistrationTimeout, "", facts.DefaultNRIRegistrationTimeout, "default (the runtime's NRI settings are not visible from the API)")
 	info.KubeletSyncFrequency = duration("kubelet-sync-frequency", "--faultline.kubelet-sync-frequency",
-		o.KubeletSyncFrequency, f.KubeletSyncFrequency, "the kubelet's /configz", facts.KubeletDefaultSyncFrequency, "the kubelet's default (its /configz was not read)")
+		o.KubeletSyncFrequency, f.KubeletSyncFrequency, "the kubelet's /configz", facts.KubeletBuiltinSyncFrequency, "the kubelet's default (its /configz was not read)")
 
 	notes = append(notes,
 		fmt.Sprintf("runtime %s (%s)", info.RuntimeDescription(), info.Sources["runtime"]),

@@ -105,7 +105,7 @@ func TestResolveKubeletSyncFrequency(t *testing.T) {
 	}{
 		{"faultline's cluster", Options{}, made, 20 * time.Second, sourceConfigMap, ""},
 		{"a foreign cluster's /configz", Options{}, foreign, time.Minute, "the kubelet's /configz", ""},
-		{"a kubelet that does not show it", Options{}, closed, facts.KubeletDefaultSyncFrequency, "the kubelet's default (its /configz was not read)", ""},
+		{"a kubelet that does not show it", Options{}, closed, facts.KubeletBuiltinSyncFrequency, "the kubelet's default (its /configz was not read)", ""},
 		{"the flag wins", Options{KubeletSyncFrequency: 30 * time.Second}, made, 30 * time.Second, "flag --faultline.kubelet-sync-frequency",
 			"kubelet-sync-frequency: the cluster has 20s, the run asks for 30s"},
 	} {

@@ -49,7 +49,7 @@ type Options struct {
 	// zero: from the cluster's facts, else facts.DefaultNRIRequestTimeout.
 	NRIRequestTimeout time.Duration
 	// KubeletSyncFrequency overrides the kubelet's syncFrequency; zero:
-	// from the cluster's facts, else facts.KubeletDefaultSyncFrequency.
+	// from the cluster's facts, else facts.KubeletBuiltinSyncFrequency.
 	KubeletSyncFrequency time.Duration
 	// DumpDir receives a failed spec's namespace dump, DIR/<namespace>/
 	// (dump.go); empty: no dump files.

@@ -53,12 +53,12 @@ const (
 	// faultline's clusters: how often a pod worker syncs a pod it has no
 	// news of, which paces the kubelet's NodePrepareResources retries and
 	// its pod status updates. The kubelet's own default is
-	// KubeletDefaultSyncFrequency; a third of it keeps the DRA specs, which
+	// KubeletBuiltinSyncFrequency; a third of it keeps the DRA specs, which
 	// wait out several resyncs, short.
 	DefaultKubeletSyncFrequency = 20 * time.Second
-	// KubeletDefaultSyncFrequency is the kubelet's own default, assumed for
+	// KubeletBuiltinSyncFrequency is the kubelet's own default, assumed for
 	// a cluster whose kubelet does not show its configuration.
-	KubeletDefaultSyncFrequency = time.Minute
+	KubeletBuiltinSyncFrequency = time.Minute
 )
 
 // Facts describe one cluster.
