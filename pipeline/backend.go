@@ -347,6 +347,9 @@ func (b *realBackend) ImageID(ctx context.Context, ref string) string {
 // into dir, its dumps into dumps (the cluster and binary are the backend's).
 func (o *Options) ginkgoRun(sh share, dir, dumps string) ginkgorun.Run {
 	procs := o.Procs
+	if procs == 0 {
+		procs = o.Machine.Procs()
+	}
 	if sh == serialShare {
 		// Serial specs run one at a time whatever the processes.
 		procs = 1

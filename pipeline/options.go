@@ -14,6 +14,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/faultline-k8s/faultline/internal/capacity"
 	"github.com/faultline-k8s/faultline/vocab/fakemodes"
 	"github.com/faultline-k8s/faultline/vocab/runtimes"
 	"github.com/faultline-k8s/faultline/vocab/suitenames"
@@ -40,7 +41,8 @@ type Options struct {
 	// RuntimesGiven: the user named the runtime (with Kubeconfig it must
 	// match the cluster's).
 	RuntimesGiven bool
-	// Focus and LabelFilter are Ginkgo's; Procs its parallel processes.
+	// Focus and LabelFilter are Ginkgo's; Procs its parallel processes per
+	// cluster, zero: as many as the Machine carries (capacity.Machine.Procs).
 	Focus, LabelFilter string
 	Procs              int
 	// Artifacts is where results, logs and timings go.
@@ -117,11 +119,12 @@ type Options struct {
 	SpecTree SpecTree
 	// SerialCluster says whether a stack's Serial specs run on a second
 	// cluster of the stack, at the same time as the rest (shares): zero
-	// (SerialClusterAuto) where the machine has a core per cluster.
+	// (SerialClusterAuto) where the machine has two spare cores per cluster.
 	SerialCluster SerialClusterMode
-	// Cores is the machine's CPU count the auto mode weighs; zero:
-	// runtime.NumCPU().
-	Cores int
+	// Machine is what the auto modes weigh (Procs zero, SerialClusterAuto):
+	// the cores and how idle they are. Zero: measured as the run starts
+	// (internal/capacity), before faultline puts its own load on it.
+	Machine capacity.Machine
 	// Out gets progress and the final table.
 	Out io.Writer
 	// OptionName is how the caller names an Options field to its user (the

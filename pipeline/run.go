@@ -16,6 +16,7 @@ import (
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
 	"github.com/faultline-k8s/faultline/internal/artifactdir"
 	"github.com/faultline-k8s/faultline/internal/cachelock"
+	"github.com/faultline-k8s/faultline/internal/capacity"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
 	"github.com/faultline-k8s/faultline/internal/version"
@@ -33,6 +34,12 @@ const (
 	// ginkgoGrace is how long ginkgo gets after SIGINT to report and clean
 	// up its specs' namespaces before its process group is killed.
 	ginkgoGrace = 10 * time.Second
+	// machineWindow is how long the run measures how idle the machine is
+	// before it starts (capacity.Measure).
+	machineWindow = 3 * time.Second
+	// loadSampleEvery is how often the load average is read while the
+	// clusters run, for the line the run prints about it.
+	loadSampleEvery = 10 * time.Second
 )
 
 // errKept is what a cleanup step returns for what --keep keeps.
@@ -45,6 +52,18 @@ func Run(work, cleanup context.Context, opts Options) error {
 	opts, err := prepare(opts)
 	if err != nil {
 		return err
+	}
+	if opts.Machine.IsZero() {
+		// Before the engine and the clusters add faultline's own load: what
+		// else runs on the machine (a shared CI runner's other jobs).
+		m, err := capacity.Measure(work, machineWindow)
+		if err != nil {
+			if work.Err() != nil {
+				return work.Err()
+			}
+			fmt.Fprintf(opts.Out, "faultline: how idle the machine is was not measured (%v)\n", err)
+		}
+		opts.Machine = m
 	}
 	return runWith(work, cleanup, opts, &realBackend{opts: opts, bin: filepath.Join(opts.RepoRoot, "_output", "bin")})
 }
@@ -77,7 +96,14 @@ type run struct {
 	// stacks are the results each cluster wrote, in --runtime order (the
 	// manifest, run.json, lists them).
 	stacks []verdicts.ManifestStack
+	// split says how each stack's selection was split between clusters,
+	// for the report's header (verdicts.Header.Split); "" when it was not.
+	split string
 }
+
+// splitHeader is Header.Split of a run that ran each stack's Serial specs on
+// a second cluster.
+const splitHeader = "Serial specs on a second cluster per stack"
 
 // cleanupStep undoes one thing the run made; steps run last-made first.
 type cleanupStep struct {
@@ -129,6 +155,13 @@ func (r *run) do(ctx context.Context) error {
 	if why != "" {
 		fmt.Fprintf(o.Out, "faultline: %s\n", why)
 	}
+	if len(shares) > 1 {
+		r.split = splitHeader
+	}
+	if o.Procs == 0 {
+		fmt.Fprintf(o.Out, "faultline: %d Ginkgo processes per cluster, for a machine of %s (%s sets another number)\n",
+			o.Machine.Procs(), o.Machine, o.OptionName("Procs"))
+	}
 	nodeImages, fakesImage, err := r.buildImages(ctx, stacks)
 	if err != nil {
 		return err
@@ -144,6 +177,7 @@ func (r *run) do(ctx context.Context) error {
 	// Each stack on its own cluster, side by side: the specs mostly wait
 	// on kubelet and runtime timers, not on the CPU.
 	errs := make([]error, len(stacks))
+	load := capacity.SampleLoad(ctx, loadSampleEvery)
 	var wg sync.WaitGroup
 	for i, st := range stacks {
 		wg.Add(1)
@@ -153,6 +187,7 @@ func (r *run) do(ctx context.Context) error {
 		}()
 	}
 	wg.Wait()
+	fmt.Fprintf(o.Out, "faultline: load average while the clusters ran: %s\n", load())
 	for i, err := range errs {
 		if err != nil {
 			r.stacks[i].Errors = append(r.stacks[i].Errors, err.Error())
@@ -395,7 +430,7 @@ func (r *run) runSuites(ctx context.Context, index int, label string, clusters [
 func (r *run) runShares(ctx context.Context, label string, clusters []stackCluster, fakesImage, runDir, stage string) (failed bool, err error) {
 	if len(clusters) == 1 {
 		c := clusters[0]
-		err := r.stages.Run(c.label, stage, func() error {
+		err := r.stages.RunSuites(c.label, stage, func() error {
 			return r.b.RunSuites(ctx, c.label, c.kubeconfig, fakesImage, r.opts.ginkgoRun(c.share, runDir, filepath.Join(runDir, "dumps")))
 		})
 		if errors.Is(err, ginkgorun.ErrSpecsFailed) {
@@ -421,7 +456,7 @@ func (r *run) runShares(ctx context.Context, label string, clusters []stackClust
 			// One dumps directory for the run: the report's dump entries
 			// are relative to the merged report's directory.
 			run := r.opts.ginkgoRun(c.share, dirs[i], filepath.Join(runDir, "dumps"))
-			errs[i] = r.stages.Run(c.label, stage+" ("+describeShare(c.share)+")", func() error {
+			errs[i] = r.stages.RunSuites(c.label, stage+" ("+describeShare(c.share)+")", func() error {
 				return r.b.RunSuites(ctx, c.label, c.kubeconfig, fakesImage, run)
 			})
 			if errors.Is(errs[i], ginkgorun.ErrSpecsFailed) {
@@ -444,6 +479,10 @@ func (r *run) runShares(ctx context.Context, label string, clusters []stackClust
 	if len(parts) > 0 {
 		merged, merr := ginkgorun.Merge(parts)
 		if merr == nil {
+			// The report of one run has the run's label filter, not the
+			// first share's ("!Serial"): the report's header says it, and
+			// it tells which pending specs the run selected.
+			merged.SuiteConfig.LabelFilter = r.opts.labelFilter()
 			merr = ginkgorun.WriteReports(runDir, merged)
 		}
 		if merr != nil {
@@ -518,7 +557,7 @@ func (r *run) writeReport(ctx context.Context) error {
 	err := r.stages.Run("", "report", func() error {
 		m := verdicts.Manifest{Stacks: stacks, Header: verdicts.Header{
 			Faultline: version.String(), Date: time.Now().UTC(), Repeat: o.Repeat,
-			OwnClusters: o.Kubeconfig == "", Expectations: o.Expectations,
+			OwnClusters: o.Kubeconfig == "", Expectations: o.Expectations, Split: r.split,
 		}}
 		if err := verdicts.WriteManifest(o.Artifacts, m); err != nil {
 			return err
@@ -535,11 +574,66 @@ func (r *run) writeReport(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("report: %w", err)
 	}
+	r.stages.Judge(r.stackJudgment(rep))
 	r.screenshot(ctx)
 	if err := rep.Err(o.AllowIncomplete); err != nil {
 		return fmt.Errorf("%w\n  the whole story: %s", err, filepath.Join(o.Artifacts, report.MarkdownFile))
 	}
 	return nil
+}
+
+// stackJudgment says, for the label of a cluster that ran suites (a stack's
+// label, "<label>/serial" for its Serial specs' cluster), whether the report
+// judged its stack and why it fails it: its unexpected verdicts and its
+// suite setup failures ("" when there are none). A stack's errors the run
+// itself recorded (verdicts.StackErrorName: a cluster not made, a ginkgo
+// that wrote no report) are the failures of their own stages, not of a
+// sibling cluster's suites. On a cluster faultline did not make, the one
+// stack is whatever the cluster says it is.
+func (r *run) stackJudgment(rep *verdicts.Report) func(label string) (why string, judged bool) {
+	index := map[string]int{}
+	for i, st := range r.opts.Stacks() {
+		index[st.Label] = i
+	}
+	return func(label string) (string, bool) {
+		label, _, _ = strings.Cut(label, "/")
+		i, ok := index[label]
+		if len(r.stacks) == 1 {
+			i, ok = 0, true
+		}
+		if !ok || i >= len(r.stacks) {
+			return "", false
+		}
+		s := r.stacks[i]
+		key := wire.StackKey(s.Runtime, s.Kubernetes, s.Variant)
+		ours := func(k string) bool { return len(r.stacks) == 1 || k == key }
+		judged := false
+		for _, st := range rep.Stacks {
+			judged = judged || ours(st.Key)
+		}
+		if !judged {
+			return "", false
+		}
+		unexpected, setup := 0, 0
+		for _, v := range rep.Verdicts {
+			if ours(v.Stack) && v.Unexpected != "" {
+				unexpected++
+			}
+		}
+		for _, f := range rep.SetupFailures {
+			if ours(f.Stack) && f.Name != verdicts.StackErrorName {
+				setup++
+			}
+		}
+		var why []string
+		if unexpected > 0 {
+			why = append(why, fmt.Sprintf("unexpected verdicts (%d)", unexpected))
+		}
+		if setup > 0 {
+			why = append(why, fmt.Sprintf("suite setup failed (%d)", setup))
+		}
+		return strings.Join(why, ", "), true
+	}
 }
 
 // screenshot takes a picture of report.html (report.png) when Chromium is

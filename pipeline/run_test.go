@@ -20,6 +20,7 @@ import (
 	"github.com/onsi/ginkgo/v2/types"
 
 	"github.com/faultline-k8s/faultline/clusters/kindcluster"
+	"github.com/faultline-k8s/faultline/internal/capacity"
 	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 	"github.com/faultline-k8s/faultline/internal/imageref"
 	"github.com/faultline-k8s/faultline/internal/interrupt"
@@ -163,7 +164,7 @@ func (f *fakeBackend) RunSuites(ctx context.Context, label, kubeconfig, fakesIma
 			}
 		}
 	}
-	return writeGinkgoReport(dir, label, specs)
+	return writeFilteredReport(dir, label, run.LabelFilter, specs)
 }
 
 func (f *fakeBackend) ImageID(ctx context.Context, ref string) string { return "sha256:fake" }
@@ -190,6 +191,12 @@ func fakeSpec(state verdicts.State, requirement string) types.SpecReport {
 // writeGinkgoReport writes what the test binary would: the suite setup with
 // the stack, and the specs; and says ginkgorun.ErrSpecsFailed if one failed.
 func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
+	return writeFilteredReport(dir, label, "", specs)
+}
+
+// writeFilteredReport is writeGinkgoReport of a run under a label filter,
+// which the report's suite config records as Ginkgo's does.
+func writeFilteredReport(dir, label, filter string, specs []types.SpecReport) error {
 	// The stack's label is its runtime, or <runtime>-<minor> in a run of
 	// several Kubernetes releases.
 	label, _, _ = strings.Cut(label, "/") // "containerd/serial": the Serial specs' cluster
@@ -201,7 +208,8 @@ func writeGinkgoReport(dir, label string, specs []types.SpecReport) error {
 	setup := types.SpecReport{LeafNodeType: types.NodeTypeSynchronizedBeforeSuite, State: types.SpecStatePassed,
 		ReportEntries: types.ReportEntries{{Name: wire.StackEntry, Value: types.WrapEntryValue(wire.StackInfo{
 			Key: wire.StackKey(runtime, kube, ""), Runtime: runtime, KubernetesVersion: kube})}}}
-	rep := types.Report{SuiteDescription: "faultline", SpecReports: append(types.SpecReports{setup}, specs...)}
+	rep := types.Report{SuiteDescription: "faultline", SuiteConfig: types.SuiteConfig{LabelFilter: filter},
+		SpecReports: append(types.SpecReports{setup}, specs...)}
 	data, err := json.Marshal([]types.Report{rep})
 	if err != nil {
 		return err
@@ -356,14 +364,15 @@ func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
 		requirement string
 		cause       string // the check the spec failed in; "": none (faultline's own)
 		unexpected  bool
+		stage       string // the suites stage's result: the report's judgment
 	}{
-		"expected failure":                  {verdicts.Fail, expected, "claim-not-named", false},
-		"expected failure of another cause": {verdicts.Fail, expected, "not-running", true},
-		"expected failure, faultline's own": {verdicts.Fail, expected, "", true},
-		"expected failure passes":           {verdicts.Pass, expected, "", true},
-		"new failure":                       {verdicts.Fail, "DRA-TRANSIENT-RETRIED", "not-running", true},
-		"new skip on an own cluster":        {verdicts.Skipped, "DRA-TRANSIENT-RETRIED", "", true},
-		"pass":                              {verdicts.Pass, "DRA-TRANSIENT-RETRIED", "", false},
+		"expected failure":                  {verdicts.Fail, expected, "claim-not-named", false, "ok: failing specs all expected"},
+		"expected failure of another cause": {verdicts.Fail, expected, "not-running", true, "failed: unexpected verdicts (1)"},
+		"expected failure, faultline's own": {verdicts.Fail, expected, "", true, "failed: unexpected verdicts (1)"},
+		"expected failure passes":           {verdicts.Pass, expected, "", true, "failed: unexpected verdicts (1)"},
+		"new failure":                       {verdicts.Fail, "DRA-TRANSIENT-RETRIED", "not-running", true, "failed: unexpected verdicts (1)"},
+		"new skip on an own cluster":        {verdicts.Skipped, "DRA-TRANSIENT-RETRIED", "", true, "failed: unexpected verdicts (1)"},
+		"pass":                              {verdicts.Pass, "DRA-TRANSIENT-RETRIED", "", false, "ok"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := &fakeBackend{specs: func(string, int) []types.SpecReport {
@@ -384,8 +393,31 @@ func TestExitFollowsUnexpectedVerdictsOnly(t *testing.T) {
 					t.Error(err)
 				}
 			}
+			if got := stageResults(t, o.Artifacts)["suites containerd"]; !slices.Equal(got, []string{tc.stage}) {
+				t.Errorf("suites stage %q, want %q", got, tc.stage)
+			}
 		})
 	}
+}
+
+// stageResults reads a run's timings.json: each stage's results (one per
+// cluster or run) by "<name> <runtime>".
+func stageResults(t *testing.T, artifacts string) map[string][]string {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(artifacts, timingsJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timings struct{ Stages []Stage }
+	if err := json.Unmarshal(raw, &timings); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string][]string{}
+	for _, st := range timings.Stages {
+		key := st.Name + " " + st.Runtime
+		out[key] = append(out[key], st.Result)
+	}
+	return out
 }
 
 // TestRepeat runs the selection N times per cluster, each into its own
@@ -675,7 +707,7 @@ func TestValidateLeavesTheOptionsAlone(t *testing.T) {
 	for name, edit := range map[string]func(*Options){
 		"good": func(o *Options) {},
 		"bad": func(o *Options) {
-			o.Procs, o.Suites, o.KubernetesVersions = 0, []string{"dra,foo"}, []string{"", versions.Default().Kubernetes()}
+			o.Procs, o.Suites, o.KubernetesVersions = -1, []string{"dra,foo"}, []string{"", versions.Default().Kubernetes()}
 			o.KubernetesPatches, o.FeatureGates, o.Kubeconfig = []string{"relative.patch"}, map[string]bool{"A": true}, "relative-kubeconfig"
 		},
 	} {
@@ -744,7 +776,7 @@ func TestValidate(t *testing.T) {
 		edit func(*Options)
 		want string
 	}{
-		"bad procs":          {func(o *Options) { o.Procs = 0 }, "Procs"},
+		"bad procs":          {func(o *Options) { o.Procs = -1 }, "Procs"},
 		"bad repeat":         {func(o *Options) { o.Repeat = -1 }, "Repeat wants a positive number"},
 		"bad focus":          {func(o *Options) { o.Focus = "(" }, "Focus"},
 		"bad suite":          {func(o *Options) { o.Suites = []string{"dra,foo"} }, `unknown suite "foo"`},
@@ -1066,7 +1098,7 @@ func serialSpec(state verdicts.State, requirement string) types.SpecReport {
 // runs on two clusters of the stack at the same time, the Serial specs on
 // the second; the report is one run's, with each spec as the cluster that
 // ran it reports it. Without Serial specs in the selection, or with
-// SerialCluster never, or more clusters than cores, one cluster per stack runs everything.
+// SerialCluster never, or fewer than two spare cores per cluster, one cluster per stack runs everything.
 func TestSerialSpecsOnASecondCluster(t *testing.T) {
 	tree := []types.SpecReport{fakeSpec(verdicts.Pass, "DRA-TRANSIENT-RETRIED"), serialSpec(verdicts.Fail, "DRA-KUBELET-RESTART-PREPARE")}
 	specs := func(string, int) []types.SpecReport { return slices.Clone(tree) }
@@ -1077,15 +1109,19 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 	}{
 		{"split", func(o *Options) {}, []string{"faultline", "faultline-serial"}},
 		{"never", func(o *Options) { o.SerialCluster = SerialClusterNever }, []string{"faultline"}},
-		// One stack is two clusters, as a two-runtime run was before:
-		// auto splits on any machine.
-		{"one core", func(o *Options) { o.Cores = 1 }, []string{"faultline", "faultline-serial"}},
-		// Four clusters for two stacks on two cores: auto does not split,
-		// always does.
-		{"two stacks on two cores", func(o *Options) { o.Cores, o.Runtimes = 2, twoRuntimes(t) }, []string{"faultline-containerd", "faultline-crio"}},
-		{"two stacks on four cores", func(o *Options) { o.Cores, o.Runtimes = 4, twoRuntimes(t) },
+		// One stack is two clusters: auto splits where two spare cores
+		// wait for each, not on an idle two-core machine, nor on a
+		// four-core one whose cores are half busy.
+		{"two cores", func(o *Options) { o.Machine = capacity.Idle(2) }, []string{"faultline"}},
+		{"four busy cores", func(o *Options) { o.Machine = capacity.Machine{Cores: 4, Idle: 0.5, Window: time.Second} }, []string{"faultline"}},
+		{"two cores, always", func(o *Options) { o.Machine, o.SerialCluster = capacity.Idle(2), SerialClusterAlways }, []string{"faultline", "faultline-serial"}},
+		// Four clusters for two stacks: auto splits on eight idle cores.
+		{"two stacks on four cores", func(o *Options) { o.Runtimes = twoRuntimes(t) }, []string{"faultline-containerd", "faultline-crio"}},
+		{"two stacks on eight cores", func(o *Options) { o.Machine, o.Runtimes = capacity.Idle(8), twoRuntimes(t) },
 			[]string{"faultline-containerd", "faultline-containerd-serial", "faultline-crio", "faultline-crio-serial"}},
-		{"always", func(o *Options) { o.Cores, o.Runtimes, o.SerialCluster = 2, twoRuntimes(t), SerialClusterAlways },
+		{"always", func(o *Options) {
+			o.Machine, o.Runtimes, o.SerialCluster = capacity.Idle(2), twoRuntimes(t), SerialClusterAlways
+		},
 			[]string{"faultline-containerd", "faultline-containerd-serial", "faultline-crio", "faultline-crio-serial"}},
 		{"no Serial spec selected", func(o *Options) { o.LabelFilter = "!Serial" }, []string{"faultline"}},
 		{"only Serial specs selected", func(o *Options) { o.Focus = "RESTART" }, []string{"faultline"}},
@@ -1094,7 +1130,7 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 			f := &fakeBackend{specs: specs}
 			o := testOptions(t)
 			o.SpecTree = SpecTree{Description: "faultline", Specs: tree}
-			o.Cores = 2
+			o.Machine = capacity.Idle(4)
 			tc.change(&o)
 			err := runFake(t, o, f)
 			var created, deleted []string
@@ -1134,7 +1170,65 @@ func TestSerialSpecsOnASecondCluster(t *testing.T) {
 					t.Error(err)
 				}
 			}
+			// The report is of one run with one label filter (none here:
+			// every spec), not the first share's "!Serial"; the split is
+			// said apart.
+			if rep.Header.LabelFilter != "" || rep.Header.Split != splitHeader {
+				t.Errorf("header label filter %q, split %q; want none, %q", rep.Header.LabelFilter, rep.Header.Split, splitHeader)
+			}
+			md, err := os.ReadFile(filepath.Join(o.Artifacts, report.MarkdownFile))
+			if err != nil {
+				t.Fatal(err)
+			}
+			header, _, _ := strings.Cut(string(md), "\n\n|")
+			if strings.Contains(header, "label filter") || !strings.Contains(header, ", "+splitHeader+".") {
+				t.Errorf("report.md header:\n%s", header)
+			}
+			// The Serial spec's unexpected failure fails the stack's
+			// suites, on both its clusters.
+			stages := stageResults(t, o.Artifacts)
+			for _, c := range []string{"suites (all but Serial) containerd", "suites (Serial specs) containerd/serial"} {
+				if got := stages[c]; !slices.Equal(got, []string{"failed: unexpected verdicts (1)"}) {
+					t.Errorf("%s: %q", c, got)
+				}
+			}
 		})
+	}
+}
+
+// TestSplitRunReportsTheRunsLabelFilter: a run that splits its selection
+// under a label filter of its own reports that filter, not a share's.
+func TestSplitRunReportsTheRunsLabelFilter(t *testing.T) {
+	tree := []types.SpecReport{fakeSpec(verdicts.Pass, "DRA-TRANSIENT-RETRIED"), serialSpec(verdicts.Pass, "DRA-KUBELET-RESTART-PREPARE")}
+	f := &fakeBackend{specs: func(string, int) []types.SpecReport { return slices.Clone(tree) }}
+	o := testOptions(t)
+	o.SpecTree = SpecTree{Description: "faultline", Specs: tree}
+	o.SerialCluster, o.LabelFilter = SerialClusterAlways, "!Slow"
+	if err := runFake(t, o, f); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(f.Calls(), "create faultline-serial") {
+		t.Fatalf("the run did not split: %v", f.Calls())
+	}
+	rep, err := report.ReadJSON(o.Artifacts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Header.LabelFilter != "(!Slow)" || rep.Header.Split != splitHeader {
+		t.Errorf("header label filter %q, split %q", rep.Header.LabelFilter, rep.Header.Split)
+	}
+	md, err := os.ReadFile(filepath.Join(o.Artifacts, report.MarkdownFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "label filter `(!Slow)`, " + splitHeader + "."; !strings.Contains(string(md), want) {
+		t.Errorf("report.md lacks %q:\n%s", want, md)
+	}
+	stages := stageResults(t, o.Artifacts)
+	for _, c := range []string{"suites (all but Serial) containerd", "suites (Serial specs) containerd/serial"} {
+		if got := stages[c]; !slices.Equal(got, []string{"ok"}) {
+			t.Errorf("%s: %q", c, got)
+		}
 	}
 }
 

@@ -3,7 +3,6 @@ package pipeline
 import (
 	"fmt"
 	"regexp"
-	"runtime"
 
 	"github.com/onsi/ginkgo/v2/types"
 )
@@ -43,13 +42,14 @@ func (s share) labelFilter(run string) string {
 type SerialClusterMode string
 
 const (
-	// SerialClusterAuto splits where the machine has a core for each
-	// cluster of the run (two per stack): measured here, four clusters on
-	// two cores starve the specs whose scenario is timed (a 3 s deadline
-	// the runtime must reach its slow step within, a plugin timeout
-	// measured to the tenth of a second), and verdicts turn with the load.
+	// SerialClusterAuto splits where the machine has two spare cores for
+	// each cluster of the run (two per stack; capacity.Machine). Measured
+	// here: two clusters of one stack on an idle 2-core machine, with 6
+	// Ginkgo processes each, drove the load average to 26-80; witness reads
+	// timed out and premises timed on the node were missed, while one
+	// cluster with 3 processes kept it under 15 and every verdict held.
 	SerialClusterAuto SerialClusterMode = ""
-	// SerialClusterAlways splits whatever the cores.
+	// SerialClusterAlways splits whatever the machine.
 	SerialClusterAlways SerialClusterMode = "always"
 	// SerialClusterNever keeps one cluster per stack, the Serial specs last.
 	SerialClusterNever SerialClusterMode = "never"
@@ -78,13 +78,10 @@ func (o *Options) shares() ([]share, string, error) {
 	if serial == 0 || rest == 0 {
 		return []share{wholeSelection}, "", nil
 	}
-	clusters, cores := 2*len(o.Stacks()), o.Cores
-	if cores == 0 {
-		cores = runtime.NumCPU()
-	}
-	if o.SerialCluster == SerialClusterAuto && clusters > max(cores, 2) {
-		return []share{wholeSelection}, fmt.Sprintf("the Serial specs run after the rest on each stack's cluster: %d clusters (a second per stack for its Serial specs) want more than this machine's %d cores (%s always splits anyway)",
-			clusters, cores, o.OptionName("SerialCluster")), nil
+	clusters := 2 * len(o.Stacks())
+	if o.SerialCluster == SerialClusterAuto && !o.Machine.CarriesClusters(clusters) {
+		return []share{wholeSelection}, fmt.Sprintf("the Serial specs run after the rest on each stack's cluster: %d clusters (a second per stack for its Serial specs) want two spare cores each, and this machine has %s (%s always splits anyway)",
+			clusters, o.Machine, o.OptionName("SerialCluster")), nil
 	}
 	return []share{parallelShare, serialShare}, fmt.Sprintf("the Serial specs run on a second cluster of each stack (<cluster>-serial), beside the rest (%s never keeps one)", o.OptionName("SerialCluster")), nil
 }

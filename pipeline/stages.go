@@ -11,6 +11,8 @@ import (
 	"sync"
 	"text/tabwriter"
 	"time"
+
+	"github.com/faultline-k8s/faultline/internal/ginkgorun"
 )
 
 // Stage is one step of a run, as data: what ran, for which runtime, when, how
@@ -20,9 +22,21 @@ type Stage struct {
 	Runtime  string        `json:"runtime,omitempty"`
 	Start    time.Time     `json:"start"`
 	Duration time.Duration `json:"duration"`
-	// Result is "ok", "failed: <error>", "interrupted" or "skipped: <why>".
+	// Result is "ok", "failed: <error>", "interrupted" or "skipped: <why>";
+	// a suites stage's (Stages.RunSuites) says what the report judged.
 	Result string `json:"result"`
+	// suites marks a stage RunSuites ran: Judge settles its result.
+	suites bool
 }
+
+// Results of a suites stage whose specs failed (ginkgorun.ErrSpecsFailed):
+// ginkgo's non-zero exit is no failure of the stage, the report judges
+// whether the failures were expected. Until it has, or when it could not
+// (the report failed, the run was interrupted), the stage says so.
+const (
+	resultNotJudged        = "specs failed, not judged"
+	resultExpectedFailures = "ok: failing specs all expected"
+)
 
 // Seconds is the stage's duration in whole seconds, as the table shows it.
 func (s Stage) Seconds() int { return int(s.Duration.Round(time.Second) / time.Second) }
@@ -44,17 +58,61 @@ func NewStages(out io.Writer) *Stages {
 
 // Run runs one stage and records it. A nil error is "ok".
 func (s *Stages) Run(runtime, name string, do func() error) error {
+	return s.run(runtime, name, false, do)
+}
+
+// RunSuites runs a stage that runs specs and records it as Run does, but
+// for failed specs (ginkgorun.ErrSpecsFailed, which it returns as is): the
+// stage has not failed, its result waits for the report's judgment (Judge).
+func (s *Stages) RunSuites(runtime, name string, do func() error) error {
+	return s.run(runtime, name, true, do)
+}
+
+func (s *Stages) run(runtime, name string, suites bool, do func() error) error {
 	start := s.now()
 	s.say(runtime, "== %s", name)
 	err := do()
-	st := Stage{Name: name, Runtime: runtime, Start: start, Duration: s.now().Sub(start), Result: Result(err)}
+	st := Stage{Name: name, Runtime: runtime, Start: start, Duration: s.now().Sub(start), Result: Result(err), suites: suites}
+	specsFailed := suites && errors.Is(err, ginkgorun.ErrSpecsFailed)
+	if specsFailed {
+		st.Result = resultNotJudged
+	}
 	s.mu.Lock()
 	s.stages = append(s.stages, st)
 	s.mu.Unlock()
-	if err != nil && !errors.Is(err, errKept) {
+	switch {
+	case specsFailed:
+		s.say(runtime, "%s: some specs failed; the report judges whether they were expected", name)
+	case err != nil && !errors.Is(err, errKept):
 		s.say(runtime, "%s: %s", name, st.Result)
 	}
 	return err
+}
+
+// Judge settles the result of each stage RunSuites ran that ginkgo ended
+// (its specs passed, or some failed) by what the report decided of its
+// runtime's stack: judgment says why the report fails the stack ("" when
+// it does not) and whether it judged the stack at all. Failing specs the
+// report expects leave the stage ok; unexpected verdicts fail it, also
+// when ginkgo exited 0 (an expected failure that passed, a skip). A stage
+// that failed otherwise (ginkgo did not run, an interrupt) keeps its result.
+func (s *Stages) Judge(judgment func(runtime string) (why string, judged bool)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.stages {
+		st := &s.stages[i]
+		if !st.suites || (st.Result != "ok" && st.Result != resultNotJudged) {
+			continue
+		}
+		why, judged := judgment(st.Runtime)
+		switch {
+		case !judged:
+		case why != "":
+			st.Result = "failed: " + why
+		case st.Result == resultNotJudged:
+			st.Result = resultExpectedFailures
+		}
+	}
 }
 
 // Skip records a stage that did not run, and why.

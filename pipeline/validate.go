@@ -319,8 +319,8 @@ func (o Options) checkStackLabels(bad *OptionErrors) {
 // checkSelection checks what the suites are run with; Ginkgo would refuse
 // a bad filter only once the clusters exist.
 func (o Options) checkSelection(bad *OptionErrors) {
-	if o.Procs < 1 {
-		bad.add("Procs", "%s wants a positive number, got %d", o.Procs)
+	if o.Procs < 0 {
+		bad.add("Procs", "%s wants a positive number (or 0: as many as the machine carries), got %d", o.Procs)
 	}
 	if o.Repeat < 1 {
 		bad.add("Repeat", "%s wants a positive number, got %d", o.Repeat)

@@ -33,7 +33,7 @@ func init() {
 			fs.Var(&rts, "runtime", "node runtime: "+strings.Join(runtimes.Names(), ", ")+" or all (default "+runtimes.Default+"); several run side by side, each on cluster <cluster-name>-<runtime>")
 			fs.StringVar(&o.Focus, "focus", "", "Ginkgo --focus (a regular expression on spec names)")
 			fs.StringVar(&o.LabelFilter, "label-filter", "", "Ginkgo --label-filter (e.g. smoke, '!Slow'); --suite adds Suite:<name>")
-			fs.IntVar(&o.Procs, "procs", 6, "parallel Ginkgo processes per runtime (Serial specs run alone)")
+			fs.IntVar(&o.Procs, "procs", 0, "parallel Ginkgo processes per cluster (Serial specs run alone); 0: as many as the machine carries, measured as the run starts (1.5 per idle core, 2 to 6)")
 			fs.StringVar(&o.Artifacts, "artifacts", "_artifacts", "where JUnit, logs, timings and the report go")
 			fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "run against this existing cluster: nothing is built or created")
 			fs.StringVar(&o.FakesImage, "fakes-image", "", "image of the fakes the cluster can pull (with --kubeconfig, default: this build's in --image-registry; built and loaded otherwise)")
@@ -42,7 +42,7 @@ func init() {
 			fs.BoolVar(&o.Keep, "keep", false, "keep the clusters (and an engine this run started); the next --keep run reuses a cluster whose facts match")
 			fs.BoolVar(&o.ReplaceCluster, "replace-cluster", false, "delete a kind cluster of the same name that this run did not create (refused otherwise)")
 			fs.StringVar(&o.ClusterName, "cluster-name", "faultline", "kind cluster name (the Serial specs' cluster: <name>-serial)")
-			fs.Func("serial-cluster", "where each stack's Serial specs run: always on a second cluster of the stack (<cluster-name>-serial) beside the rest, never (after the rest on its one cluster), or auto (default: a second cluster where the machine has a core per cluster)", func(v string) error {
+			fs.Func("serial-cluster", "where each stack's Serial specs run: always on a second cluster of the stack (<cluster-name>-serial) beside the rest, never (after the rest on its one cluster), or auto (default: a second cluster where the machine has two idle cores per cluster, measured as the run starts)", func(v string) error {
 				mode, ok := pipeline.SerialClusterModes[v]
 				if !ok {
 					return fmt.Errorf("want auto, always or never, got %q", v)

@@ -26,7 +26,7 @@ func TestE2EFlagsNameOptionsFields(t *testing.T) {
 		}
 	}
 	// Set by the command itself, not by a flag.
-	own := map[string]bool{"RepoRoot": true, "CacheDir": true, "RuntimesGiven": true, "SuiteArgs": true, "SpecTree": true, "Cores": true, "Out": true, "OptionName": true}
+	own := map[string]bool{"RepoRoot": true, "CacheDir": true, "RuntimesGiven": true, "SuiteArgs": true, "SpecTree": true, "Machine": true, "Out": true, "OptionName": true}
 	for _, f := range reflect.VisibleFields(options) {
 		if _, ok := e2eFlags[f.Name]; !ok && !own[f.Name] {
 			t.Errorf("pipeline.Options.%s has no flag in e2eFlags", f.Name)

@@ -42,7 +42,7 @@ func usage() {
 		fmt.Fprintf(os.Stderr, "  %-18s %s\n", name, commands[name].summary)
 	}
 	fmt.Fprintf(os.Stderr, "\n'faultline <command> -h' lists a command's flags.\n")
-	fmt.Fprintf(os.Stderr, "exit codes: 0 done (e2e, report: no unexpected verdict, every selected requirement checked), 1 unexpected verdicts, 2 bad input,\n3 the command failed (e.g. a cluster could not be made), 4 incomplete: a selected requirement was not checked\n(skipped or inconclusive; --allow-incomplete accepts that), 130/143 interrupted\n")
+	fmt.Fprintf(os.Stderr, "exit codes: 0 done (e2e, report: no unexpected verdict, every selected requirement checked), 1 unexpected verdicts\n(report --same-cells: also a cell that differs from the baseline), 2 bad input, 3 the command failed (e.g. a cluster\ncould not be made), 4 incomplete: a selected requirement was not checked (skipped or inconclusive; --allow-incomplete\naccepts that), 130/143 interrupted\n")
 }
 
 func main() {
@@ -84,7 +84,8 @@ func main() {
 }
 
 // exitCode maps a command's error to its exit code: bad input 2, an
-// unexpected verdict 1 (also when the run is incomplete too), an incomplete
+// unexpected verdict 1 (also when the run is incomplete too; so is a cell
+// that differs from the baseline, report --same-cells), an incomplete
 // run 4, anything else 3 (the command failed).
 func exitCode(err error) int {
 	var usage usageError
@@ -93,7 +94,7 @@ func exitCode(err error) int {
 		return 0
 	case errors.As(err, &usage):
 		return 2
-	case errors.Is(err, verdicts.ErrUnexpected):
+	case errors.Is(err, verdicts.ErrUnexpected), errors.Is(err, verdicts.ErrCellsDiffer):
 		return verdicts.ExitUnexpected
 	case errors.Is(err, verdicts.ErrIncomplete):
 		return verdicts.ExitIncomplete

@@ -98,7 +98,7 @@ func TestUsageErrors(t *testing.T) {
 		{"e2e", "--runtime-request-timeout", "1ns"},
 		{"e2e", "--cluster-name", long},
 		{"e2e", "--cluster-name", ""},
-		{"e2e", "--procs", "0"},
+		{"e2e", "--procs", "-1"},
 		{"e2e", "--workers", "11"},
 		{"e2e", "--runtime", "bogus"},
 		{"e2e", "--expectations", "/nonexistent"},

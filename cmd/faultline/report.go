@@ -16,18 +16,22 @@ import (
 )
 
 func init() {
-	register("report", "judge a run's results again: the grid, report.md/.json/.html; --baseline compares with an earlier run",
+	register("report", "judge a run's results again: the grid, report.md/.json/.html; --baseline compares with an earlier run (--same-cells: strictly)",
 		func(fs *flag.FlagSet) func(context.Context, []string) error {
 			var dirs listFlag
 			fs.Var(&dirs, "artifacts", "the run's artifacts directory (its run.json lists the results; default _artifacts); repeatable or comma-separated: several runs judged together, a column per stack, written to --out")
 			out := fs.String("out", "", "with several --artifacts: the directory the combined report goes to")
 			expect := fs.String("expectations", "", "judge by these expectations (a file or a directory of <stack>.yaml); default: those the run judged by")
 			baseline := fs.String("baseline", "", "an earlier run's artifacts directory (or its report.json): print what changed")
+			sameCells := fs.Bool("same-cells", false, "with --baseline: exit 1 when a cell (requirement on stack) both runs judged has another state than in the baseline; cells in one run only are listed, not compared")
 			allowIncomplete := fs.Bool("allow-incomplete", false, "exit 0, not 4, when a selected requirement was not checked (skipped or inconclusive) and nothing is unexpected")
 			readme := fs.String("update-readme", "", "replace the verdict grid in this Markdown file (between the lines "+report.ReadmeBegin+" and "+report.ReadmeEnd+") with this run's")
 			return func(ctx context.Context, args []string) error {
 				if len(args) > 0 {
 					return usageError{fmt.Errorf("unexpected arguments %q", args)}
+				}
+				if *sameCells && *baseline == "" {
+					return usageError{fmt.Errorf("--same-cells compares with a baseline: name it with --baseline")}
 				}
 				if *expect != "" {
 					if _, err := expectations.Load(*expect); err != nil {
@@ -50,7 +54,7 @@ func init() {
 					return usageError{fmt.Errorf("--out is for several --artifacts; one run's report goes beside its results")}
 				}
 				var rep *verdicts.Report
-				var err error
+				var err, cellsErr error
 				if len(list) > 1 {
 					if err := claimOut(*out); err != nil {
 						return err
@@ -70,15 +74,38 @@ func init() {
 					}
 					fmt.Printf("\nAgainst the baseline %s:\n", *baseline)
 					verdicts.WriteChanges(os.Stdout, verdicts.Compare(base, rep))
+					if *sameCells {
+						c := verdicts.SameCells(base, rep)
+						fmt.Println()
+						c.Write(os.Stdout)
+						cellsErr = c.Err()
+					}
 				}
 				if *readme != "" {
 					if err := report.UpdateReadme(*readme, rep); err != nil {
 						return err
 					}
 				}
-				return rep.Err(*allowIncomplete)
+				return sameCellsOutcome(cellsErr, rep.Err(*allowIncomplete))
 			}
 		})
+}
+
+// sameCellsOutcome is the error of faultline report with --same-cells
+// (cells: SameCells' Err) and the run's own (verdicts: Report.Err). Cells
+// that differ exit 1 as unexpected verdicts do, the run's error beside
+// them; runs with no cell in common could not be compared: the command
+// failed (exit 3), whatever the verdicts, which the message still names.
+func sameCellsOutcome(cells, run error) error {
+	switch {
+	case cells == nil:
+		return run
+	case run == nil:
+		return cells
+	case errors.Is(cells, verdicts.ErrCellsDiffer):
+		return errors.Join(cells, run)
+	}
+	return fmt.Errorf("%w\n(and the run: %v)", cells, run)
 }
 
 // claimOut lets a combined report into --out only where faultline made the

@@ -18,7 +18,8 @@ import (
 // same stack) into the report of one run: each spec as the run that ran it
 // reports it, the suite nodes of every run, and the suite's outcome as all
 // of them together. A spec no run ran (filtered out everywhere) is kept once,
-// as Ginkgo keeps it.
+// as Ginkgo keeps it. The suite config is the first part's, its label filter
+// that part's share: the caller, which knows the run's filter, sets it.
 func Merge(parts []types.Report) (types.Report, error) {
 	if len(parts) == 0 {
 		return types.Report{}, fmt.Errorf("no report to merge")

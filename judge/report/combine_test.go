@@ -56,7 +56,41 @@ func TestCombine(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	if rep.Header.Split != "" {
+		t.Errorf("header split %q of runs that did not split", rep.Header.Split)
+	}
 	if _, err := Combine([]string{a, artifactsOf(t, "containerd", "full137-containerd.json.gz")}, out, ""); err == nil || !strings.Contains(err.Error(), "stack containerd-1.37 is in") {
 		t.Errorf("the same stack twice: %v", err)
+	}
+}
+
+// TestCombineSplit: the combined header says which runs split their
+// selection: once when all did, by stack when some did.
+func TestCombineSplit(t *testing.T) {
+	const split = "Serial specs on a second cluster per stack"
+	splitRun := func(runtime, recorded string) string {
+		dir := artifactsOf(t, runtime, recorded)
+		m := verdicts.Manifest{Header: verdicts.Header{Split: split},
+			Stacks: []verdicts.ManifestStack{{Runtime: runtime, Runs: []string{runtime + "/ginkgo.json.gz"}}}}
+		if err := verdicts.WriteManifest(dir, m); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, tc := range []struct {
+		name string
+		dirs []string
+		want string
+	}{
+		{"both split", []string{splitRun("containerd", "full137-containerd.json.gz"), splitRun("crio", "full-crio.json.gz")}, split},
+		{"one split", []string{artifactsOf(t, "containerd", "full137-containerd.json.gz"), splitRun("crio", "full-crio.json.gz")}, "crio-1.36: " + split},
+	} {
+		rep, err := Combine(tc.dirs, filepath.Join(t.TempDir(), "combined"), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Header.Split != tc.want {
+			t.Errorf("%s: header split %q, want %q", tc.name, rep.Header.Split, tc.want)
+		}
 	}
 }

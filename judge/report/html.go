@@ -412,6 +412,9 @@ table.floors td.num { text-align: right; white-space: nowrap; }
 <dt>date</dt><dd>{{.Date}}</dd>
 <dt>label filter</dt><dd>{{with .Header.LabelFilter}}<code>{{.}}</code>{{else}}none{{end}}</dd>
 <dt>focus</dt><dd>{{with .Focus}}<code>{{.}}</code>{{else}}none{{end}}</dd>
+{{- with .Header.Split}}
+<dt>clusters</dt><dd>{{.}}</dd>
+{{- end}}
 <dt>repeat</dt><dd>{{.Header.Repeat}}</dd>
 </dl>
 </header>

@@ -40,6 +40,9 @@ func writeMarkdownHeader(w io.Writer, r *verdicts.Report) {
 	if len(h.Focus) > 0 {
 		fmt.Fprintf(w, ", focus `%s`", strings.Join(h.Focus, "`, `"))
 	}
+	if h.Split != "" {
+		fmt.Fprintf(w, ", %s", h.Split)
+	}
 	fmt.Fprintln(w, ".")
 	fmt.Fprintln(w)
 	if r.Complete() {

@@ -189,7 +189,8 @@ func FromArtifacts(dir, expectationsPath string) (*verdicts.Report, error) {
 // column per stack (runs of different variants, Kubernetes releases or
 // suites), and writes report.md, report.json and report.html into out. A
 // stack may come from one directory only. Dumps keep linking into their
-// run's directory. The header is the first run's, its filters joined.
+// run's directory. The header is the first run's, its filters joined (a
+// stack each), and its splits (Header.Split) too.
 func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, error) {
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return nil, err
@@ -201,6 +202,11 @@ func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, err
 	var all []verdicts.Run
 	var header verdicts.Header
 	var filters []string
+	// splits is each run's Split with the stacks it judged, in order.
+	var splits []struct {
+		split  string
+		stacks []string
+	}
 	from := map[string]string{}
 	for i, dir := range dirs {
 		m, runs, err := verdicts.ReadArtifacts(dir)
@@ -226,6 +232,7 @@ func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, err
 			}
 		}
 		seen := map[string]bool{}
+		var stacks []string
 		for _, run := range runs {
 			key := run.Stack.Key
 			if other, ok := from[key]; ok && other != dir {
@@ -236,6 +243,7 @@ func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, err
 			relink(run.SetupFailures)
 			if !seen[key] {
 				seen[key] = true
+				stacks = append(stacks, key)
 				filter := run.LabelFilter
 				if len(run.Focus) > 0 {
 					filter = strings.TrimSpace(filter + " focus " + strings.Join(run.Focus, ","))
@@ -248,8 +256,30 @@ func Combine(dirs []string, out, expectationsPath string) (*verdicts.Report, err
 			run.LabelFilter, run.Focus = "", nil
 			all = append(all, run)
 		}
+		splits = append(splits, struct {
+			split  string
+			stacks []string
+		}{m.Header.Split, stacks})
 	}
 	header.LabelFilter, header.Focus = strings.Join(filters, "; "), nil
+	// The runs' splits: one said once when every run split alike, else
+	// each with the stacks it holds for.
+	header.Split = ""
+	same := true
+	for _, s := range splits {
+		same = same && s.split == splits[0].split
+	}
+	if same && len(splits) > 0 {
+		header.Split = splits[0].split
+	} else {
+		var parts []string
+		for _, s := range splits {
+			if s.split != "" {
+				parts = append(parts, strings.Join(s.stacks, ", ")+": "+s.split)
+			}
+		}
+		header.Split = strings.Join(parts, "; ")
+	}
 	x, err := expectations.Load(expectationsPath)
 	if err != nil {
 		return nil, err

@@ -63,6 +63,34 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
+// TestHeaderSplit: a run that split each stack's selection between
+// clusters keeps its one label filter in the header and says the split
+// apart; a run that did not says nothing of it.
+func TestHeaderSplit(t *testing.T) {
+	r, _ := htmlTestReport(t)
+	var md, page strings.Builder
+	WriteMarkdown(&md, r)
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "second cluster") || strings.Contains(page.String(), "<dt>clusters</dt>") {
+		t.Error("a run that did not split says it did")
+	}
+	r.Header.Split = "Serial specs on a second cluster per stack"
+	md.Reset()
+	page.Reset()
+	WriteMarkdown(&md, r)
+	if err := WriteHTML(&page, r); err != nil {
+		t.Fatal(err)
+	}
+	if want := "label filter `Area:dra || Area:cri`, Serial specs on a second cluster per stack."; !strings.Contains(md.String(), want) {
+		t.Errorf("report.md lacks %q:\n%s", want, md.String())
+	}
+	if want := "<dt>clusters</dt><dd>Serial specs on a second cluster per stack</dd>"; !strings.Contains(page.String(), want) {
+		t.Errorf("report.html lacks %q", want)
+	}
+}
+
 func TestReplaceReadmeGrid(t *testing.T) {
 	r, _ := htmlTestReport(t)
 	doc := "# x\n\nbefore\n" + ReadmeBegin + "\nold grid\n" + ReadmeEnd + "\nafter\n"

@@ -15,6 +15,11 @@ import (
 // results it names count, so old files left there are never read.
 const ManifestFile = "run.json"
 
+// StackErrorName names the setup failure that stands for one of a manifest
+// stack's Errors (the run could not finish on the stack: a cluster that was
+// not made, a test binary that wrote no report), not for a suite node.
+const StackErrorName = "[faultline e2e]"
+
 // ErrUnexpected says the run gave a verdict its expectations do not allow:
 // the run fails (exit code 1).
 var ErrUnexpected = errors.New("unexpected verdicts")
@@ -163,7 +168,7 @@ func readArtifacts(fsys fs.FS, dir string, perReport, total int64) (Manifest, []
 		}
 		last := &runs[len(runs)-1]
 		for _, e := range s.Errors {
-			last.SetupFailures = append(last.SetupFailures, Spec{Name: "[faultline e2e]", State: Fail, Message: e, Run: len(s.Runs)})
+			last.SetupFailures = append(last.SetupFailures, Spec{Name: StackErrorName, State: Fail, Message: e, Run: len(s.Runs)})
 		}
 	}
 	return m, runs, errors.Join(errs...)

@@ -2,10 +2,12 @@ package verdicts
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"sort"
+	"strings"
 )
 
 // ReadReportFile reads a report.json faultline wrote (an earlier run's, for
@@ -142,6 +144,122 @@ func WriteChanges(w io.Writer, changes []Change) {
 	for _, c := range changes {
 		fmt.Fprintf(w, "%-20s %-14s %-40s %s -> %s\n", c.Kind, c.Stack, c.Requirement, orDash(string(c.Before)), orDash(string(c.After)))
 	}
+}
+
+// ErrCellsDiffer says a cell both runs judged has another state than in
+// the baseline (faultline report --same-cells): exit code ExitUnexpected.
+var ErrCellsDiffer = errors.New("cells differ from the baseline")
+
+// Cell is one square of the grid: a requirement on a stack.
+type Cell struct{ Requirement, Stack string }
+
+func (c Cell) String() string { return c.Requirement + " on " + c.Stack }
+
+// CellChange is a cell both runs judged whose state (CellState) differs.
+type CellChange struct {
+	Cell
+	Before, After string
+}
+
+func (c CellChange) String() string { return c.Cell.String() + ": " + c.Before + " -> " + c.After }
+
+// CellComparison is what SameCells found.
+type CellComparison struct {
+	// Compared counts the cells both runs judged.
+	Compared int
+	// Differ are those of them whose state differs, in this run's order.
+	Differ []CellChange
+	// OnlyBaseline and OnlyCurrent are the cells one run judged and the
+	// other did not: not compared.
+	OnlyBaseline, OnlyCurrent []Cell
+}
+
+// CellState is the state a verdict's cell shows: its state, and, when its
+// runs disagreed, that it varies ("fail, varies"): a cell that starts or
+// stops varying changes in the grid even where its worst state does not.
+func CellState(v Verdict) string {
+	if v.Varies {
+		return string(v.State) + ", varies"
+	}
+	return string(v.State)
+}
+
+// SameCells compares the cells base and cur both judged, matched by
+// requirement and stack key: the strict comparison a CI job makes of a
+// run against a baseline, where Compare lists changes for people.
+func SameCells(base, cur *Report) CellComparison {
+	var c CellComparison
+	byCell := map[Cell]*Verdict{}
+	for i := range base.Verdicts {
+		cell := Cell{base.Verdicts[i].Requirement, base.Verdicts[i].Stack}
+		if byCell[cell] == nil {
+			byCell[cell] = &base.Verdicts[i]
+		}
+	}
+	seen := map[Cell]bool{}
+	for _, v := range cur.Verdicts {
+		cell := Cell{v.Requirement, v.Stack}
+		if seen[cell] {
+			continue
+		}
+		seen[cell] = true
+		b := byCell[cell]
+		if b == nil {
+			c.OnlyCurrent = append(c.OnlyCurrent, cell)
+			continue
+		}
+		c.Compared++
+		if before, after := CellState(*b), CellState(v); before != after {
+			c.Differ = append(c.Differ, CellChange{cell, before, after})
+		}
+	}
+	for _, b := range base.Verdicts {
+		cell := Cell{b.Requirement, b.Stack}
+		if !seen[cell] {
+			seen[cell] = true
+			c.OnlyBaseline = append(c.OnlyBaseline, cell)
+		}
+	}
+	return c
+}
+
+// Summary is the comparison's one line: "same cells: N compared, M differ".
+func (c CellComparison) Summary() string {
+	return fmt.Sprintf("same cells: %d compared, %d differ", c.Compared, len(c.Differ))
+}
+
+// Write prints the summary, each differing cell, and the cells not
+// compared, a line each.
+func (c CellComparison) Write(w io.Writer) {
+	fmt.Fprintln(w, c.Summary())
+	for _, d := range c.Differ {
+		fmt.Fprintln(w, d)
+	}
+	for _, cell := range c.OnlyBaseline {
+		fmt.Fprintf(w, "not compared, only in the baseline: %s\n", cell)
+	}
+	for _, cell := range c.OnlyCurrent {
+		fmt.Fprintf(w, "not compared, only in this run: %s\n", cell)
+	}
+}
+
+// Err is nil when every compared cell has the baseline's state;
+// ErrCellsDiffer naming each differing cell, a line each, when one has
+// not; and an error when the runs have no cell in common (different
+// stacks, or requirements): nothing was compared, which no CI job means.
+func (c CellComparison) Err() error {
+	if c.Compared == 0 {
+		return fmt.Errorf("no cell in common: the runs judged different stacks or requirements (%d cells only in the baseline, %d only in this run)",
+			len(c.OnlyBaseline), len(c.OnlyCurrent))
+	}
+	if len(c.Differ) == 0 {
+		return nil
+	}
+	lines := make([]string, len(c.Differ))
+	for i, d := range c.Differ {
+		lines[i] = d.String()
+	}
+	return fmt.Errorf("%w: %d of %d compared cells\n%s", ErrCellsDiffer, len(c.Differ), c.Compared, strings.Join(lines, "\n"))
 }
 
 func orDash(s string) string {

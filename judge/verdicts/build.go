@@ -15,9 +15,16 @@ type Header struct {
 	// Faultline is the version of faultline that ran.
 	Faultline string    `json:"faultline"`
 	Date      time.Time `json:"date"`
-	// LabelFilter and Focus are the filters the specs were chosen by.
+	// LabelFilter and Focus are the filters the specs were chosen by: the
+	// run's own, "" meaning every spec. A run that split each stack's
+	// selection between clusters (Split) still has one filter: each share's
+	// is the run's narrowed to its part.
 	LabelFilter string   `json:"labelFilter,omitempty"`
 	Focus       []string `json:"focus,omitempty"`
+	// Split says how the run split each stack's selection between clusters
+	// ("Serial specs on a second cluster per stack"); "" when one cluster
+	// per stack ran all of it.
+	Split string `json:"split,omitempty"`
 	// Repeat is how many times the selection ran on each cluster.
 	Repeat int `json:"repeat"`
 	// OwnClusters: faultline made the clusters, so every precondition of
@@ -136,9 +143,41 @@ func (r *Report) Err(allowIncomplete bool) error {
 	}
 	if !allowIncomplete && !r.Complete() {
 		c := r.Count()
-		return fmt.Errorf("%w: %d of %d requirements checked, %d skipped or inconclusive", ErrIncomplete, c.Checked, c.Selected, c.Selected-c.Checked)
+		busy := ""
+		if n := len(r.TooBusy()); n > 0 {
+			busy = fmt.Sprintf("; %d of them because the node was too busy to judge (its timers fired later than the check absorbs: see report.md): run again with fewer --procs, one cluster per stack, or on a quieter machine", n)
+		}
+		return fmt.Errorf("%w: %d of %d requirements checked, %d skipped or inconclusive%s", ErrIncomplete, c.Checked, c.Selected, c.Selected-c.Checked, busy)
 	}
 	return nil
+}
+
+// tooBusy says whether specs has an inconclusive spec and each of them
+// was too busy to judge (wire.TooBusy).
+func tooBusy(specs []Spec) bool {
+	seen := false
+	for _, s := range specs {
+		if s.State != Inconclusive {
+			continue
+		}
+		if !strings.Contains(s.Message, wire.TooBusy) {
+			return false
+		}
+		seen = true
+	}
+	return seen
+}
+
+// TooBusy returns the verdicts not checked because their node was too busy
+// to judge them.
+func (r *Report) TooBusy() []Verdict {
+	var out []Verdict
+	for _, v := range r.NotChecked() {
+		if v.State == Inconclusive && tooBusy(v.Specs) {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 // listUnexpected names what made the run fail, a line each, so that the
@@ -268,7 +307,10 @@ func judge(id, stack string, runs [][]Spec, exp *Expectation, strictSkips bool) 
 	v.Varies = len(distinct) > 1
 	v.State = worst(v.Runs)
 
-	allowed := map[State]bool{Pending: true, Skipped: !strictSkips, Inconclusive: !strictSkips}
+	// A node too busy to judge (its timers fired later than the check
+	// absorbs) leaves the requirement not checked, on any cluster: the run
+	// is incomplete and says so, never red for it.
+	allowed := map[State]bool{Pending: true, Skipped: !strictSkips, Inconclusive: !strictSkips || tooBusy(v.Specs)}
 	if exp == nil {
 		allowed[Pass] = true
 	} else {

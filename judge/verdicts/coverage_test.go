@@ -3,6 +3,7 @@ package verdicts
 import (
 	"errors"
 	"github.com/faultline-k8s/faultline/vocab/wire"
+	"strings"
 	"testing"
 )
 
@@ -104,5 +105,33 @@ func TestCoverageAndErr(t *testing.T) {
 	rep = Build([]Run{coverageRun(map[string]State{"DRA-TRANSIENT-RETRIED": Pass, "DRA-PERMANENT-FAILS-POD": NotImplemented, "DRA-DEADLINE-RETRIED": Pending})}, x, Header{})
 	if c := rep.Count(); !rep.Complete() || rep.Err(false) != nil || c != (Coverage{Selected: 2, Checked: 2, Pending: 1}) {
 		t.Errorf("complete run: count %+v, err %v", c, rep.Err(false))
+	}
+}
+
+// TestTooBusyIsIncompleteNotUnexpected: a spec whose node was too busy to
+// judge it is inconclusive, never unexpected, also on a cluster faultline
+// made; the run is incomplete and says why and what to do.
+func TestTooBusyIsIncompleteNotUnexpected(t *testing.T) {
+	run := coverageRun(map[string]State{"DRA-UNPREPARE-RETRIED": Inconclusive, "DRA-TRANSIENT-RETRIED": Pass})
+	for i := range run.Specs {
+		if run.Specs[i].State == Inconclusive {
+			run.Specs[i].Message = "the node was quiet enough to judge the unprepare retry's pace did not happen: " + wire.TooBusy + "the kubelet's timers fired up to 6s late"
+		}
+	}
+	rep := Build([]Run{run}, nil, Header{OwnClusters: true})
+	if v := rep.Verdict("DRA-UNPREPARE-RETRIED", "containerd-1.37"); v == nil || v.State != Inconclusive || v.Unexpected != "" {
+		t.Fatalf("%+v, want an inconclusive verdict that is not unexpected", v)
+	}
+	if n := len(rep.TooBusy()); n != 1 {
+		t.Errorf("%d too busy, want 1", n)
+	}
+	err := rep.Err(false)
+	if !errors.Is(err, ErrIncomplete) || errors.Is(err, ErrUnexpected) || !strings.Contains(err.Error(), "too busy") || !strings.Contains(err.Error(), "--procs") {
+		t.Errorf("err = %v, want ErrIncomplete saying the node was too busy and what to do", err)
+	}
+	// Another inconclusive spec of the same requirement keeps it unexpected.
+	run.Specs = append(run.Specs, Spec{Name: "also checks", Requirements: []string{"DRA-UNPREPARE-RETRIED"}, State: Inconclusive, Message: "the fault did not fire", Run: 1})
+	if v := Build([]Run{run}, nil, Header{OwnClusters: true}).Verdict("DRA-UNPREPARE-RETRIED", "containerd-1.37"); v == nil || v.Unexpected == "" {
+		t.Errorf("%+v, want unexpected: not every inconclusive spec was too busy", v)
 	}
 }

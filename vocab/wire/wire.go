@@ -24,6 +24,12 @@ const NotImplementedPrefix = "not implemented: "
 // not happen (suites/harness.Premise).
 const InconclusivePrefix = "inconclusive: "
 
+// TooBusy marks the evidence of an inconclusive spec whose node was too
+// busy to judge it (suites/harness.TooBusy): its timers fired later than
+// the check can absorb. The judge counts such a verdict as not checked,
+// never as unexpected, and the run says what to do about it.
+const TooBusy = "the node was too busy: "
+
 // Report entry names the suites write and this package reads.
 const (
 	// StackEntry holds the StackInfo of the cluster, added in the suite
