@@ -51,10 +51,12 @@ type FixtureSet struct {
 	// Values returns the set's extra template values (.Extra); nil: none.
 	Values func(ctx context.Context, cs clientset.Interface) (map[string]string, error)
 	// Ready are the set's own readiness checks, on top of the ones every set
-	// gets: its DaemonSets are ready, and every readiness probe of their
-	// pods passes now (asked through a port-forward, so a component that
-	// lost its registration a moment ago counts as not ready although the
-	// kubelet's last probe passed).
+	// gets: its DaemonSets' pods all run, updated, with every container
+	// started (daemonSetReady), and every readiness probe of their pods
+	// passes now (asked through a port-forward, so a component that lost
+	// its registration a moment ago counts as not ready although the
+	// kubelet's last probe passed, and one that just registered counts as
+	// ready before the kubelet's next probe, up to a period later).
 	Ready []ReadyCheck
 	// Timeout bounds the set becoming ready, after deployment or after a
 	// spec disturbed it (default DefaultFixtureTimeout).
@@ -477,7 +479,8 @@ func namespaceExists(ctx context.Context, cs clientset.Interface, name string) (
 }
 
 // daemonSetsReadyCheck: every DaemonSet of the namespace has all its pods
-// scheduled, updated and Ready (daemonSetReady).
+// scheduled, updated, running and started (daemonSetReady); not Ready,
+// which lags a probe period behind: probesPassCheck asks the probes now.
 func daemonSetsReadyCheck(namespace string) ReadyCheck {
 	return func(ctx context.Context, cs clientset.Interface) (bool, string, error) {
 		list, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{})
@@ -487,10 +490,13 @@ func daemonSetsReadyCheck(namespace string) ReadyCheck {
 		if len(list.Items) == 0 {
 			return false, "no DaemonSets in " + namespace, nil
 		}
-		for _, ds := range list.Items {
-			if !daemonSetReady(&ds) {
-				return false, fmt.Sprintf("DaemonSet %s: %d desired, %d updated, %d ready", ds.Name,
-					ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled, ds.Status.NumberReady), nil
+		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		for i := range list.Items {
+			if ok, why := daemonSetReady(&list.Items[i], pods.Items); !ok {
+				return false, why, nil
 			}
 		}
 		return true, "", nil
@@ -516,8 +522,10 @@ func probesPassCheck(namespace string) ReadyCheck {
 				if !ok {
 					continue
 				}
-				if _, err := FakePods().Get(ctx, pod, port, path, nil); err != nil {
-					return false, fmt.Sprintf("pod %s container %s: GET :%s%s: %v", pod.Name, c.Name, port, path, err), nil
+				// One attempt: the check is polled, and a fake that is not
+				// ready yet must not hold the poll for a witness read's budget.
+				if ok, why, err := FakePods().Probe(ctx, pod, port, path); err != nil || !ok {
+					return false, fmt.Sprintf("pod %s container %s: %s", pod.Name, c.Name, why), err
 				}
 			}
 		}

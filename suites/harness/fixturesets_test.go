@@ -15,10 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	apimachinerywait "k8s.io/apimachinery/pkg/util/wait"
 	clientset "k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 )
 
 // fakeCluster is a fake cluster several registries (Ginkgo processes) share:
@@ -61,14 +63,39 @@ func (c *fakeCluster) Create(ctx context.Context, objects []*unstructured.Unstru
 				return err
 			}
 		case "DaemonSet":
-			ds := &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: o.GetNamespace(), Name: o.GetName(), Generation: 1},
-				Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: 1, UpdatedNumberScheduled: 1, NumberReady: 1}}
+			// The controller's and the kubelet's work, done: one pod,
+			// running and started.
+			ds := fakeDaemonSet(o.GetNamespace(), o.GetName(), 1)
 			if _, err := c.cs.AppsV1().DaemonSets(o.GetNamespace()).Create(ctx, ds, metav1.CreateOptions{}); err != nil {
+				return err
+			}
+			if _, err := c.cs.CoreV1().Pods(o.GetNamespace()).Create(ctx, startedPod(ds, o.GetName()+"-0"), metav1.CreateOptions{}); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// fakeDaemonSet is a DaemonSet whose controller has seen it and wants
+// desired pods, all updated and Ready.
+func fakeDaemonSet(namespace, name string, desired int32) *appsv1.DaemonSet {
+	return &appsv1.DaemonSet{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Generation: 1, UID: types.UID("uid-" + name)},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 1, DesiredNumberScheduled: desired, UpdatedNumberScheduled: desired, NumberReady: desired}}
+}
+
+// startedPod is a pod of ds, running, its one container running and
+// started, and Ready.
+func startedPod(ds *appsv1.DaemonSet, name string) *v1.Pod {
+	return &v1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ds.Namespace, Name: name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: ptr.To(true)}}},
+		Spec: v1.PodSpec{Containers: []v1.Container{{Name: "c"}}},
+		Status: v1.PodStatus{Phase: v1.PodRunning,
+			Conditions: []v1.PodCondition{{Type: v1.PodReady, Status: v1.ConditionTrue}},
+			ContainerStatuses: []v1.ContainerStatus{{Name: "c", Ready: true, Started: ptr.To(true),
+				State: v1.ContainerState{Running: &v1.ContainerStateRunning{}}}}},
+	}
 }
 
 func (c *fakeCluster) Delete(ctx context.Context, objects []*unstructured.Unstructured) error {
@@ -304,6 +331,8 @@ func TestDaemonSetsMustBeReady(t *testing.T) {
 	if err := r.require(ctx, "dra"); err != nil {
 		t.Fatal(err)
 	}
+	// Not Ready yet (the kubelet probes rarely): the set is ready all the
+	// same, its probes are asked directly.
 	ds, err := c.cs.AppsV1().DaemonSets("faultline-dra").Get(ctx, "dra", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -312,8 +341,124 @@ func TestDaemonSetsMustBeReady(t *testing.T) {
 	if _, err := c.cs.AppsV1().DaemonSets("faultline-dra").UpdateStatus(ctx, ds, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.require(ctx, "dra"); err == nil || !strings.Contains(err.Error(), "DaemonSet dra: 1 desired, 1 updated, 0 ready") {
-		t.Errorf("a DaemonSet that is not ready must keep the set from being ready: %v", err)
+	if err := r.require(ctx, "dra"); err != nil {
+		t.Errorf("a DaemonSet whose pods run and started must count as ready without the Ready condition: %v", err)
+	}
+	// Its container restarting: not ready.
+	pod, err := c.cs.CoreV1().Pods("faultline-dra").Get(ctx, "dra-0", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses[0].Started = ptr.To(false)
+	if _, err := c.cs.CoreV1().Pods("faultline-dra").UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.require(ctx, "dra"); err == nil ||
+		!strings.Contains(err.Error(), "DaemonSet dra: 1 desired, 1 updated, 0 pods running and started (pod dra-0: container c not started)") {
+		t.Errorf("a DaemonSet whose pod has not started must keep the set from being ready: %v", err)
+	}
+}
+
+// The DaemonSet check counts the DaemonSet's own pods that run with every
+// container started, not the Ready condition, which lags a probe period
+// behind (probesPassCheck asks the probes now).
+func TestDaemonSetsReadyCheck(t *testing.T) {
+	ctx := context.Background()
+	const ns = "faultline-x"
+	ds := fakeDaemonSet(ns, "fake", 2)
+	other := fakeDaemonSet(ns, "other", 1)
+	type change func(ds *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod
+	for _, tc := range []struct {
+		name   string
+		change change
+		why    string // "" ready
+	}{
+		{name: "running and started", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod { return pods }},
+		{name: "running and started but not Ready", change: func(ds *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			ds.Status.NumberReady = 0
+			for _, p := range pods {
+				p.Status.Conditions[0].Status = v1.ConditionFalse
+				p.Status.ContainerStatuses[0].Ready = false
+			}
+			return pods
+		}},
+		{name: "another DaemonSet's pod besides", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			return append(pods, startedPod(other, "other-0"))
+		}},
+		{name: "Started nil", why: "DaemonSet fake: 2 desired, 2 updated, 1 pods running and started (pod fake-1: container c not started)",
+			change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+				pods[1].Status.ContainerStatuses[0].Started = nil
+				return pods
+			}},
+		{name: "Started false", why: "(pod fake-0: container c not started)", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			pods[0].Status.ContainerStatuses[0].Started = ptr.To(false)
+			return pods
+		}},
+		{name: "container waiting", why: "(pod fake-0: container c not running)", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			pods[0].Status.ContainerStatuses[0].State = v1.ContainerState{Waiting: &v1.ContainerStateWaiting{Reason: "CrashLoopBackOff"}}
+			return pods
+		}},
+		{name: "container without status", why: "(pod fake-0: container d has no status)", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			pods[0].Spec.Containers = append(pods[0].Spec.Containers, v1.Container{Name: "d"})
+			return pods
+		}},
+		{name: "pending", why: "(pod fake-1: phase Pending)", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			pods[1].Status.Phase = v1.PodPending
+			return pods
+		}},
+		{name: "being deleted", why: "(pod fake-0: being deleted)", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			pods[0].DeletionTimestamp = &metav1.Time{Time: time.Now()}
+			pods[0].Finalizers = []string{"test"} // the fake keeps the object
+			return pods
+		}},
+		{name: "missing", why: "DaemonSet fake: 2 desired, 2 updated, 1 pods running and started", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			return pods[:1]
+		}},
+		{name: "missing, another DaemonSet's pod in its place", why: "1 pods running and started", change: func(_ *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			return append(pods[:1], startedPod(other, "other-0"))
+		}},
+		{name: "one too many", why: "3 pods running and started", change: func(ds *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			return append(pods, startedPod(ds, "fake-2"))
+		}},
+		{name: "generation not observed", why: "DaemonSet fake: generation 2 not observed yet (observed 1)", change: func(ds *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			ds.Generation = 2
+			return pods
+		}},
+		{name: "not updated", why: "DaemonSet fake: 2 desired, 1 updated", change: func(ds *appsv1.DaemonSet, pods []*v1.Pod) []*v1.Pod {
+			ds.Status.UpdatedNumberScheduled = 1
+			return pods
+		}},
+		{name: "no pod desired", why: "DaemonSet fake: 0 desired, 0 updated", change: func(ds *appsv1.DaemonSet, _ []*v1.Pod) []*v1.Pod {
+			ds.Status.DesiredNumberScheduled, ds.Status.UpdatedNumberScheduled, ds.Status.NumberReady = 0, 0, 0
+			return nil
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ds := ds.DeepCopy()
+			pods := tc.change(ds, []*v1.Pod{startedPod(ds, "fake-0"), startedPod(ds, "fake-1")})
+			cs := fake.NewClientset(ds)
+			for _, p := range pods {
+				if _, err := cs.CoreV1().Pods(ns).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ok, why, err := daemonSetsReadyCheck(ns)(ctx, cs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.why == "" {
+				if !ok {
+					t.Errorf("want ready, got not ready: %s", why)
+				}
+				return
+			}
+			if ok || !strings.Contains(why, tc.why) {
+				t.Errorf("want not ready because %q, got ready=%v %q", tc.why, ok, why)
+			}
+		})
+	}
+	if ok, why, err := daemonSetsReadyCheck("empty")(ctx, fake.NewClientset()); ok || err != nil || why != "no DaemonSets in empty" {
+		t.Errorf("a namespace without DaemonSets: %v %q %v", ok, why, err)
 	}
 }
 

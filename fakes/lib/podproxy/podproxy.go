@@ -157,11 +157,43 @@ type HTTPError struct {
 
 func (e *HTTPError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.Status, e.Body) }
 
+// A read of a fake's records or state is faultline's own witness: on a
+// loaded node its port-forward (API server, kubelet, runtime) can take
+// seconds to answer, and a read that gives up before the stack does turns
+// faultline's slowness into a verdict. So a GET has a budget of its own,
+// readBudget, independent of its caller's deadline (a poll's window, a
+// spec's bound): it ends early only when the caller is cancelled (the spec
+// ended or was interrupted). Each attempt gets attemptTimeout, and a GET
+// that got no answer is sent again on a new forward, backing off, until
+// the budget is spent; a forward that cannot even be opened (the pod is
+// gone) is tried forwardTries times.
+var (
+	readBudget     = 2 * time.Minute
+	attemptTimeout = 30 * time.Second
+	forwardTries   = 3
+	firstBackOff   = 500 * time.Millisecond
+	maxBackOff     = 4 * time.Second
+)
+
+// ownBudget is the context of one read: cancelled with its caller, but not
+// by the caller's deadline, and at the latest after budget.
+func ownBudget(caller context.Context, budget time.Duration) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(caller), budget)
+	stop := context.AfterFunc(caller, func() {
+		if !errors.Is(caller.Err(), context.DeadlineExceeded) {
+			cancel()
+		}
+	})
+	return ctx, func() { stop(); cancel() }
+}
+
 // do sends one request to path on pod's port. A GET that fails before an
-// answer (the forward broke, say because the pod's container restarted) is
-// tried once more on a new forward; a POST only when its connection was
-// refused (it never left), as otherwise it may have acted (POST
-// /restart-runtime ends the very forward that carries its answer).
+// answer (the forward broke because the pod's container restarted, or it
+// timed out on a loaded node) is sent again on a new forward within its
+// own budget (readBudget); a POST only when its connection was refused (it
+// never left), as otherwise it may have acted (POST /restart-runtime ends
+// the very forward that carries its answer). A non-2xx answer is an answer,
+// never retried.
 func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path string, query map[string]string) ([]byte, error) {
 	n, err := strconv.Atoi(port)
 	if err != nil || n <= 0 || n > 65535 {
@@ -171,45 +203,113 @@ func (p *Pods) do(ctx context.Context, method string, pod *v1.Pod, port, path st
 	for k, v := range query {
 		values.Set(k, v)
 	}
-	key := forwardKey{pod.UID, n}
+	read := method == http.MethodGet
+	if read {
+		var cancel context.CancelFunc
+		ctx, cancel = ownBudget(ctx, readBudget)
+		defer cancel()
+	}
+	started, backOff := time.Now(), firstBackOff
 	var lastErr error
-	for attempt := 0; attempt < 2; attempt++ {
-		addr, err := p.addr(ctx, pod, n)
-		if err != nil {
-			return nil, err
-		}
-		u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: values.Encode()}
-		req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
-		if err != nil {
-			return nil, err
-		}
-		if !p.token.IsZero() {
-			req.Header.Set("Authorization", p.token.Bearer())
-		}
-		resp, err := p.http.Do(req)
-		if err == nil {
-			var body []byte
-			body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-			resp.Body.Close()
-			if err == nil {
-				if resp.StatusCode/100 != 2 {
-					return body, &HTTPError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
-				}
-				return body, nil
-			}
+	attempts, forwardErrs := 0, 0
+	for {
+		attempts++
+		body, answered, err := p.once(ctx, method, pod, n, path, values)
+		if err == nil || answered {
+			return body, err
 		}
 		lastErr = err
-		if ctx.Err() != nil {
-			break // our own deadline; the forward may be fine
+		var fwd *forwardError
+		if errors.As(err, &fwd) {
+			forwardErrs++
 		}
-		p.drop(key, addr)
-		// A refused connection never reached the pod; anything else may
-		// have, and only a GET may be sent twice.
-		if method != http.MethodGet && !errors.Is(err, syscall.ECONNREFUSED) {
-			break
+		switch {
+		case ctx.Err() != nil:
+		case !read && (attempts > 1 || !errors.Is(err, syscall.ECONNREFUSED)):
+			// A refused connection never reached the pod; anything else
+			// may have, and only a GET may be sent twice.
+		case forwardErrs >= forwardTries:
+		default:
+			if sleep(ctx, backOff) {
+				backOff = min(2*backOff, maxBackOff)
+				continue
+			}
 		}
+		break
+	}
+	if attempts > 1 {
+		return nil, fmt.Errorf("%w (%d attempts in %s)", lastErr, attempts, time.Since(started).Round(time.Millisecond))
 	}
 	return nil, lastErr
+}
+
+// forwardError is a forward that could not be opened.
+type forwardError struct{ err error }
+
+func (e *forwardError) Error() string { return e.err.Error() }
+func (e *forwardError) Unwrap() error { return e.err }
+
+// once sends the request once, on the pod's forward (opened if need be).
+// answered says the server answered (err is then an HTTPError or nil); a
+// request without an answer drops its forward, so the next opens a new one.
+func (p *Pods) once(ctx context.Context, method string, pod *v1.Pod, port int, path string, values url.Values) (body []byte, answered bool, err error) {
+	addr, err := p.addr(ctx, pod, port)
+	if err != nil {
+		return nil, false, &forwardError{err}
+	}
+	if method == http.MethodGet {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		defer cancel()
+	}
+	u := url.URL{Scheme: "http", Host: addr, Path: path, RawQuery: values.Encode()}
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
+	if err != nil {
+		return nil, true, err // a request that cannot be made is not sent again
+	}
+	if !p.token.IsZero() {
+		req.Header.Set("Authorization", p.token.Bearer())
+	}
+	resp, err := p.http.Do(req)
+	if err == nil {
+		body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		resp.Body.Close()
+		if err == nil {
+			if resp.StatusCode/100 != 2 {
+				return body, true, &HTTPError{Status: resp.StatusCode, Body: string(bytes.TrimSpace(body))}
+			}
+			return body, true, nil
+		}
+	}
+	p.drop(forwardKey{pod.UID, port}, addr)
+	return nil, false, err
+}
+
+// sleep waits d unless ctx ends first; it says whether it waited.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// Probe asks path on pod's port once, within the caller's context and at
+// most attemptTimeout, and says whether it answered 2xx: a readiness check
+// of a fake, which its caller polls, not a witness read to carry through.
+// why says what answered instead; err is only a port that is no number.
+func (p *Pods) Probe(ctx context.Context, pod *v1.Pod, port, path string) (ok bool, why string, err error) {
+	n, err := strconv.Atoi(port)
+	if err != nil || n <= 0 || n > 65535 {
+		return false, "", fmt.Errorf("port %q of %s/%s: want a port number", port, pod.Namespace, pod.Name)
+	}
+	if _, _, err := p.once(ctx, http.MethodGet, pod, n, path, url.Values{}); err != nil {
+		return false, fmt.Sprintf("GET %s from %s/%s:%s: %v", path, pod.Namespace, pod.Name, port, err), nil
+	}
+	return true, "", nil
 }
 
 // Get reads path from pod's port.

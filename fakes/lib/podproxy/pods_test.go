@@ -212,3 +212,62 @@ func TestPodsSendTheControlToken(t *testing.T) {
 		t.Errorf("the fake acted without the token: %v", seen)
 	}
 }
+
+// A witness read outlives its caller's deadline (a poll's window on a
+// loaded node), is sent again when an attempt gets no answer in time, and
+// ends with its caller's cancel.
+func TestPodsReadOnTheirOwnBudget(t *testing.T) {
+	defer func(a, b time.Duration) { attemptTimeout, firstBackOff = a, b }(attemptTimeout, firstBackOff)
+	attemptTimeout, firstBackOff = 200*time.Millisecond, 10*time.Millisecond
+	calls := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		calls++
+		if calls == 1 {
+			// The first attempt gets no answer in time.
+			select {
+			case <-r.Context().Done():
+			case <-time.After(5 * time.Second):
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+		_, _ = w.Write([]byte("records"))
+	}))
+	defer srv.Close()
+	addr := srv.Listener.Addr().String()
+	p, opened := testPods(addr, addr, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	raw, err := p.Get(ctx, pod, "8080", "/records", nil)
+	if err != nil || string(raw) != "records" {
+		t.Fatalf("got %q %v; want the records after the caller's deadline", raw, err)
+	}
+	if calls != 2 || *opened != 2 {
+		t.Errorf("%d requests on %d forwards, want 2 on 2", calls, *opened)
+	}
+
+	stuck := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { <-r.Context().Done() }))
+	defer stuck.Close()
+	p, _ = testPods(stuck.Listener.Addr().String())
+	ctx, cancel = context.WithCancel(context.Background())
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	if _, err := p.Get(ctx, pod, "8080", "/records", nil); err == nil {
+		t.Fatal("a cancelled read must fail")
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("the cancelled read took %s", d)
+	}
+}
+
+// A forward that cannot be opened (the pod is gone) is tried a few times,
+// not for the whole budget.
+func TestPodsGiveUpOnForwardsThatCannotOpen(t *testing.T) {
+	defer func(b time.Duration) { firstBackOff = b }(firstBackOff)
+	firstBackOff = time.Millisecond
+	p, _ := testPods()
+	_, err := p.Get(context.Background(), pod, "8080", "/records", nil)
+	if err == nil || !strings.Contains(err.Error(), "no more forwards") || !strings.Contains(err.Error(), "3 attempts") {
+		t.Fatalf("err = %v, want the forward's error after 3 attempts", err)
+	}
+}

@@ -231,9 +231,10 @@ func (p Plugin) events(ctx context.Context, query map[string]string) ([]record.E
 	return out, nil
 }
 
-// Ready reports whether the instance's container is Ready, i.e. registered
-// with the runtime (its readiness probe is /healthz), and describes its
-// state.
+// Ready reports whether the instance is registered with the runtime: its
+// container runs and its /healthz (what its readiness probe asks) answers
+// now. Not the container's Ready condition, which lags by up to a probe
+// period; and describes its state.
 func (p Plugin) Ready(ctx context.Context) (bool, string, error) {
 	pod, err := p.c.Pod(ctx, p.Node)
 	if err != nil {
@@ -241,9 +242,18 @@ func (p Plugin) Ready(ctx context.Context) (bool, string, error) {
 	}
 	inst := p.Instance
 	for _, st := range pod.Status.ContainerStatuses {
-		if st.Name == inst.Container {
-			return st.Ready, fmt.Sprintf("%s: ready=%v restarts=%d state=%s", inst, st.Ready, st.RestartCount, ContainerState(st.State)), nil
+		if st.Name != inst.Container {
+			continue
 		}
+		state := fmt.Sprintf("%s: restarts=%d state=%s", inst, st.RestartCount, ContainerState(st.State))
+		if st.State.Running == nil {
+			return false, state, nil
+		}
+		ok, why, err := p.c.pods.Probe(ctx, pod, inst.Port, "/healthz")
+		if err != nil || !ok {
+			return false, state + ": " + why, err
+		}
+		return true, state + ", registered", nil
 	}
 	return false, fmt.Sprintf("%s: no status for container %q yet", inst, inst.Container), nil
 }
