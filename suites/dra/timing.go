@@ -88,6 +88,14 @@ func unresponsiveDownOf(resync time.Duration) time.Duration {
 	return max(sliceWipingDelay+15*time.Second, retryMaxOf(resync)+prepareRetryTolerance) + 10*time.Second
 }
 
+// unprepareRetryBound bounds the gap between two unprepare calls of a
+// quiet terminating pod whose unprepare keeps failing: the error back-off
+// with its jitter, the sync loop's look at its queue, and how late the
+// node's kubelet fired its timers during the spec (harness.Lateness).
+func unprepareRetryBound(late time.Duration) time.Duration {
+	return unprepareRetryMax + podWorkerLook + max(late, 0)
+}
+
 // nominalResync is the resync the specs' priorities (harness.Lasts) are
 // computed with when the spec tree is built, before the cluster's facts
 // are read: that of faultline's clusters. Priorities only order the specs.
@@ -103,6 +111,9 @@ const (
 	// pod worker's error backoff, 10 s + 50% jitter (plus up to 1 s until
 	// the pod worker looks at its queue, see prepareRetryTolerance).
 	unprepareRetryMax = 15 * time.Second
+	// podWorkerLook is how long a pod whose back-off ended may wait for
+	// the kubelet's sync loop to look at its work queue (once a second).
+	podWorkerLook = time.Second
 	// unprepareBackOff is that error backoff without its jitter: a quiet
 	// terminating pod's next unprepare comes no sooner (the first retry
 	// rides on the pod's own termination events, measured above).
