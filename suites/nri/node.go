@@ -32,8 +32,11 @@ const (
 	// crashLoopBackOff is the kubelet's first restart back-off of a
 	// crashed container; it doubles with each crash.
 	crashLoopBackOff = 10 * time.Second
-	// readinessPeriod is the plugin containers' readiness probe period.
-	readinessPeriod = 2 * time.Second
+	// healthPoll bounds how long after an instance registered faultline
+	// sees it: its waits ask the instance's /healthz every second
+	// (nriclient WaitReady), not the container's Ready condition, which
+	// lags by the readiness probe's period.
+	healthPoll = 2 * time.Second
 )
 
 // The stack's timers as the specs' floors name them (harness.Floor).
@@ -78,9 +81,9 @@ func retryTimeout(failures int) time.Duration {
 }
 
 // reregisterTimeout bounds an instance's return after the runtime dropped
-// it: its reconnect back-off, registration, then the readiness probe.
+// it: its reconnect back-off, registration, then faultline's look at its health.
 func reregisterTimeout() time.Duration {
-	return reconnectMax + harness.Cluster().NRIRegistrationTimeout + 2*readinessPeriod + harness.Cluster().NRIRequestTimeout + 15*time.Second
+	return reconnectMax + harness.Cluster().NRIRegistrationTimeout + 2*healthPoll + harness.Cluster().NRIRequestTimeout + 15*time.Second
 }
 
 // restartTimeout bounds an instance's return after it crashed: the
