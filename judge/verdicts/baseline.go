@@ -172,6 +172,9 @@ type CellComparison struct {
 	// OnlyBaseline and OnlyCurrent are the cells one run judged and the
 	// other did not: not compared.
 	OnlyBaseline, OnlyCurrent []Cell
+	// Varying are cells both judged whose expectation lets them vary: not
+	// compared either.
+	Varying []Cell
 }
 
 // CellState is the state a verdict's cell shows: its state, and, when its
@@ -208,6 +211,12 @@ func SameCells(base, cur *Report) CellComparison {
 			c.OnlyCurrent = append(c.OnlyCurrent, cell)
 			continue
 		}
+		if letsVary(b) || letsVary(&v) {
+			// Its expectation says it may come out either way on this
+			// stack (ExpectVaries): a difference says nothing of the load.
+			c.Varying = append(c.Varying, cell)
+			continue
+		}
 		c.Compared++
 		if before, after := CellState(*b), CellState(v); before != after {
 			c.Differ = append(c.Differ, CellChange{cell, before, after})
@@ -223,6 +232,12 @@ func SameCells(base, cur *Report) CellComparison {
 	return c
 }
 
+// letsVary says whether v's expectation lets its verdict come out more than
+// one way (a documented "varies").
+func letsVary(v *Verdict) bool {
+	return v.Expectation != nil && v.Expectation.Verdict == ExpectVaries
+}
+
 // Summary is the comparison's one line: "same cells: N compared, M differ".
 func (c CellComparison) Summary() string {
 	return fmt.Sprintf("same cells: %d compared, %d differ", c.Compared, len(c.Differ))
@@ -234,6 +249,9 @@ func (c CellComparison) Write(w io.Writer) {
 	fmt.Fprintln(w, c.Summary())
 	for _, d := range c.Differ {
 		fmt.Fprintln(w, d)
+	}
+	for _, cell := range c.Varying {
+		fmt.Fprintf(w, "not compared, its expectation lets it vary: %s\n", cell)
 	}
 	for _, cell := range c.OnlyBaseline {
 		fmt.Fprintf(w, "not compared, only in the baseline: %s\n", cell)

@@ -97,3 +97,29 @@ func cellList(cells []Cell) string {
 	}
 	return strings.Join(s, ", ")
 }
+
+// A cell whose expectation lets it vary is not compared: either outcome
+// is the stack's, idle or busy.
+func TestSameCellsLeaveVaryingCellsOut(t *testing.T) {
+	varies := &Expectation{Requirement: "NRI-SYNC-ERROR-FAILS-REQUEST", Verdict: ExpectVaries}
+	base := &Report{Verdicts: []Verdict{
+		{Requirement: "NRI-SYNC-ERROR-FAILS-REQUEST", Stack: "containerd-1.37", State: Pass, Expectation: varies},
+		{Requirement: "NRI-ERROR-STOPS-CHAIN", Stack: "containerd-1.37", State: Pass},
+	}}
+	cur := &Report{Verdicts: []Verdict{
+		{Requirement: "NRI-SYNC-ERROR-FAILS-REQUEST", Stack: "containerd-1.37", State: KnownDiscrepancy, Expectation: varies},
+		{Requirement: "NRI-ERROR-STOPS-CHAIN", Stack: "containerd-1.37", State: Pass},
+	}}
+	c := SameCells(base, cur)
+	if c.Compared != 1 || len(c.Differ) != 0 || cellList(c.Varying) != "NRI-SYNC-ERROR-FAILS-REQUEST on containerd-1.37" {
+		t.Fatalf("%+v, want one cell compared, none differing, the varying one left out", c)
+	}
+	if err := c.Err(); err != nil {
+		t.Errorf("err = %v", err)
+	}
+	var out strings.Builder
+	c.Write(&out)
+	if !strings.Contains(out.String(), "not compared, its expectation lets it vary: NRI-SYNC-ERROR-FAILS-REQUEST on containerd-1.37") {
+		t.Errorf("output:\n%s", out.String())
+	}
+}
