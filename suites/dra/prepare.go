@@ -115,8 +115,19 @@ var _ = describe("NodePrepareResources failure", framework.WithFeature(featureDR
 			harness.Floor(floorResync())
 			gates, err := kubelet.ReadFeatureGates(ctx, cs, node)
 			gate := "unknown to the kubelet"
-			if enabled, known := gates[gatePermanentFailures]; err == nil && known {
-				gate = fmt.Sprintf("enabled=%v", enabled)
+			enabled, known := gates[gatePermanentFailures]
+			switch {
+			case err != nil:
+				gate = fmt.Sprintf("not readable: %v", err)
+			case known && enabled:
+				// The kubelet has the KEP and it is on: retrying a
+				// permanent error is the regression, not a missing feature.
+				harness.Cause("no-outcome", func() {
+					framework.Failf("the kubelet on %s has %s enabled, yet it called NodePrepareResources %d times for a permanent error and left the pod %s instead of failing it",
+						node, gatePermanentFailures, failedAt.Summary.PrepareCalls, phase)
+				})
+			case known:
+				gate = "enabled=false"
 			}
 			harness.NotImplemented("KEP-5322", fmt.Sprintf("the kubelet on %s called NodePrepareResources %d times for a permanent error and left the pod %s instead of failing it (feature gate %s: %s)",
 				node, failedAt.Summary.PrepareCalls, phase, gatePermanentFailures, gate))
