@@ -1,5 +1,5 @@
 # The targets a Go user expects. hack/run-e2e.sh (faultline e2e) is the main job; these wrap it.
-.PHONY: all build test vet fmt e2e e2e-smoke test-binary test-controls run-controls test-interrupt test-runners test-node-setup clean
+.PHONY: all build test vet fmt e2e e2e-smoke e2e-under-load test-binary test-controls run-controls test-interrupt test-runners test-node-setup clean
 
 all: build test
 
@@ -39,6 +39,12 @@ run-controls:
 
 e2e-smoke:
 	hack/run-e2e.sh --label-filter smoke
+
+# CI's load stage: the idle --runtime all run, then the CRI and NRI suites
+# under stress-ng, every cell held to the idle run's.
+e2e-under-load:
+	hack/run-e2e.sh --runtime all --artifacts _artifacts/idle
+	hack/e2e-under-load.sh _artifacts/idle _artifacts/under-load
 
 # A real run, interrupted while kind creates its cluster (needs root and kind).
 test-interrupt:
