@@ -453,11 +453,14 @@ func timeOut(ctx context.Context, t *target) {
 		evidence = fmt.Sprintf("the runtime ended the request after %s with %v before it reached its slow step (%s)", heldAfter, a.err, t.slow)
 	case !held:
 		evidence = fmt.Sprintf("the witness showed no slow step (%s) of the request within %s", t.slow, reachSlowStep)
+	case ended:
+		// The caller did not give it up: the runtime answered by itself.
+		evidence = fmt.Sprintf("the request ended by itself after %s with %v, its creation held at the slow step: the caller never gave it up", heldAfter, a.err)
 	default:
 		evidence = fmt.Sprintf("the runtime held the creation at its slow step after %s; its caller then went away, and the request ended with %v", heldAfter, a.err)
 	}
 	gaveUp := status.Code(a.err) == codes.Canceled || status.Code(a.err) == codes.DeadlineExceeded
-	harness.Premise("the caller gave the request up while the runtime held the creation", held && gaveUp, evidence)
+	harness.Premise("the caller gave the request up while the runtime held the creation", held && !ended && gaveUp, evidence)
 }
 
 // reachSlowStep bounds the runtime reaching the held step of the first
