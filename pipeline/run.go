@@ -53,7 +53,7 @@ func Run(work, cleanup context.Context, opts Options) error {
 	if err != nil {
 		return err
 	}
-	if opts.Machine.IsZero() {
+	if opts.Machine.IsZero() && opts.weighsMachine() {
 		// Before the engine and the clusters add faultline's own load: what
 		// else runs on the machine (a shared CI runner's other jobs).
 		m, err := capacity.Measure(work, machineWindow)

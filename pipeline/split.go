@@ -55,6 +55,13 @@ const (
 	SerialClusterNever SerialClusterMode = "never"
 )
 
+// weighsMachine says whether a default of the run follows the machine's
+// idle cores (Options.Machine): the processes per cluster, or where the
+// Serial specs run on a run that creates its clusters.
+func (o Options) weighsMachine() bool {
+	return o.Procs == 0 || (o.SerialCluster == SerialClusterAuto && o.Kubeconfig == "")
+}
+
 // SerialClusterModes are the modes by the names the CLI takes.
 var SerialClusterModes = map[string]SerialClusterMode{"auto": SerialClusterAuto, "always": SerialClusterAlways, "never": SerialClusterNever}
 

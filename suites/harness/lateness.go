@@ -23,6 +23,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	clientset "k8s.io/client-go/kubernetes"
 
@@ -83,16 +84,15 @@ func (w *LatenessWatch) Lateness() Lateness {
 	return w.lateness
 }
 
-// follow reads the Lease and watches it, again after each end of the
-// watch, until ctx ends.
+// follow reads the Lease and watches it, and again a second after each
+// end of the watch or failed read, until ctx ends.
 func (w *LatenessWatch) follow(ctx context.Context, cs clientset.Interface, node string) {
 	leases := cs.CoordinationV1().Leases(nodeLeaseNamespace)
-	for ctx.Err() == nil {
+	wait.UntilWithContext(ctx, func(ctx context.Context) {
 		lease, err := leases.Get(ctx, node, metav1.GetOptions{})
 		if err != nil {
 			w.failed(err)
-			sleepCtx(ctx, time.Second)
-			continue
+			return
 		}
 		w.see(lease)
 		wi, err := leases.Watch(ctx, metav1.ListOptions{
@@ -101,16 +101,15 @@ func (w *LatenessWatch) follow(ctx context.Context, cs clientset.Interface, node
 		})
 		if err != nil {
 			w.failed(err)
-			sleepCtx(ctx, time.Second)
-			continue
+			return
 		}
+		defer wi.Stop()
 		for ev := range wi.ResultChan() {
 			if l, ok := ev.Object.(*coordinationv1.Lease); ok && (ev.Type == watch.Added || ev.Type == watch.Modified) {
 				w.see(l)
 			}
 		}
-		wi.Stop()
-	}
+	}, time.Second)
 }
 
 func (w *LatenessWatch) failed(err error) {
@@ -146,16 +145,6 @@ func (w *LatenessWatch) record(t time.Time, interval time.Duration) {
 	}
 	w.last, w.interval = t, interval
 	w.lateness.Interval = interval
-}
-
-// sleepCtx waits d unless ctx ends first.
-func sleepCtx(ctx context.Context, d time.Duration) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-	case <-t.C:
-	}
 }
 
 // TooBusy ends the spec as inconclusive when the node's timers ran later
