@@ -66,7 +66,7 @@ func (m Machine) CarriesClusters(n int) bool { return m.Spare() >= float64(2*n)-
 // /proc/stat counters at both ends). Where there is no /proc/stat it
 // returns the core count, assumed idle, and the reason.
 func Measure(ctx context.Context, window time.Duration) (Machine, error) {
-	cores := numCPU()
+	cores := runtime.NumCPU()
 	before, err := readCPU("/proc/stat")
 	if err != nil {
 		return Idle(cores), err
@@ -88,9 +88,6 @@ func Measure(ctx context.Context, window time.Duration) (Machine, error) {
 	}
 	return Machine{Cores: cores, Idle: idle, Window: window}, nil
 }
-
-// numCPU is the machine's CPU count.
-func numCPU() int { return runtime.NumCPU() }
 
 // cpuTimes are the aggregate "cpu" line's counters, in clock ticks.
 type cpuTimes struct{ idle, total uint64 }

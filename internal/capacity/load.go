@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,7 +36,7 @@ func SampleLoad(ctx context.Context, every time.Duration) func() Load {
 		sum  float64
 		done = make(chan struct{})
 	)
-	l.Cores = numCPU()
+	l.Cores = runtime.NumCPU()
 	read := func() {
 		v, err := readLoad("/proc/loadavg")
 		if err != nil {
